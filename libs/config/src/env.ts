@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { err, ok, type Result } from "@nahida/contracts";
+
+export interface EnvIssue {
+  variable: string;
+  message: string;
+}
+
+/**
+ * Validates an environment record against a schema and reports every bad variable at
+ * once, each by name. Libraries never call this with `process.env`; services do, once.
+ */
+export function parseEnv<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined>): Result<z.infer<S>, EnvIssue[]> {
+  // Empty strings mean "unset", as in docker-compose files and shell exports.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse(cleaned);
+  if (parsed.success) return ok(parsed.data);
+  return err(
+    parsed.error.issues.map((issue) => ({
+      variable: String(issue.path[0] ?? "(environment)"),
+      message: issue.message,
+    })),
+  );
+}
+
+export function formatEnvIssues(issues: EnvIssue[]): string {
+  return ["invalid configuration:", ...issues.map((i) => `  ${i.variable}: ${i.message}`)].join("\n");
+}
+
+const urlWithProtocols = (protocols: string[], example: string) =>
+  z.string().refine(
+    (value) => {
+      try {
+        const url = new URL(value);
+        return protocols.includes(url.protocol) && url.hostname !== "";
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL like ${example}` },
+  );
+
+export const LogLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+
+/** Variables every Nahida process reads. */
+export const baseEnvSchema = z.object({
+  DATABASE_URL: urlWithProtocols(["postgres:", "postgresql:"], "postgresql://user@host:5432/nahida").default(
+    "postgresql://postgres@127.0.0.1:5432/nahida",
+  ),
+  REDIS_URL: urlWithProtocols(["redis:", "rediss:"], "redis://127.0.0.1:6379").default("redis://127.0.0.1:6379"),
+  NAHIDA_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 characters of letters, digits, _ . -")
+    .default("nahida"),
+  LOG_LEVEL: LogLevel.default("info"),
+});
+
+export const port = z.coerce.number({ message: "must be a port number" }).int().min(1).max(65535);
+export const positiveMs = z.coerce.number({ message: "must be a number of milliseconds" }).int().positive();

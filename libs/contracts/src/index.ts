@@ -1,0 +1,6 @@
+export * from "./result";
+export * from "./chat-address";
+export * from "./messages";
+export * from "./job-catalog";
+export * from "./errors";
+export * from "./lanes";

@@ -1,0 +1,43 @@
+import { z } from "zod";
+
+/**
+ * Every queue, its job names, payload schemas and options, shared by producers and
+ * consumers (libs/queue builds typed helpers from it). Payloads carry ids; the rows live
+ * in Postgres.
+ */
+export interface JobDefinition<S extends z.ZodType = z.ZodType> {
+  schema: S;
+  /** Attempts before the job fails for good (BullMQ `attempts`). */
+  attempts: number;
+  /** Base of the exponential retry backoff. */
+  backoffMs: number;
+}
+
+const job = <S extends z.ZodType>(schema: S, attempts: number, backoffMs: number): JobDefinition<S> => ({
+  schema,
+  attempts,
+  backoffMs,
+});
+
+const Uuid = z.uuid();
+
+export const jobCatalog = {
+  /** Wake-ups for session lanes (docs/lanes.md). The lane state itself lives in Postgres. */
+  lanes: {
+    "lane.wake": job(z.object({ laneKey: z.string().min(1).max(512) }), 5, 500),
+  },
+  /** Ingress → agent-worker: a stored InboundMessage is ready to be placed in its lane. */
+  inbound: {
+    "message.received": job(z.object({ inboundMessageId: Uuid }), 10, 500),
+  },
+  /** Anyone → delivery: send the stored Delivery row. */
+  outbound: {
+    "delivery.send": job(z.object({ deliveryId: Uuid }), 8, 1000),
+  },
+} as const satisfies Record<string, Record<string, JobDefinition>>;
+
+export type JobCatalog = typeof jobCatalog;
+export type QueueName = keyof JobCatalog;
+export type JobName<Q extends QueueName> = keyof JobCatalog[Q] & string;
+export type JobPayload<Q extends QueueName, N extends JobName<Q>> =
+  JobCatalog[Q][N] extends JobDefinition<infer S> ? z.infer<S> : never;

@@ -1,0 +1,51 @@
+import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
+import { PrismaClient } from "./generated/prisma/client";
+import { pendingMigrations } from "./migrations/migration-runner";
+
+export type { PrismaClient };
+export type Tx = Omit<PrismaClient, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
+
+export interface DatabaseOptions {
+  url: string;
+  /** Connections in this process's pool. */
+  poolSize?: number;
+  /** Called when an idle pooled connection fails (server restart); the pool replaces it. */
+  onPoolError?: (error: Error) => void;
+}
+
+export interface Database {
+  prisma: PrismaClient;
+  pool: pg.Pool;
+  /** Postgres answers and every migration on disk is applied. */
+  checkReady(): Promise<{ ok: true } | { ok: false; reason: string }>;
+  close(): Promise<void>;
+}
+
+export function createDatabase(options: DatabaseOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5_000,
+  });
+  // Without a listener an idle client's error would crash the process.
+  pool.on("error", options.onPoolError ?? (() => undefined));
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    prisma,
+    pool,
+    async checkReady() {
+      try {
+        const pending = await pendingMigrations(pool);
+        if (pending.length > 0) return { ok: false, reason: `pending migrations: ${pending.join(", ")}` };
+        return { ok: true };
+      } catch (error) {
+        return { ok: false, reason: `postgres unreachable: ${(error as Error).message}` };
+      }
+    },
+    async close() {
+      await prisma.$disconnect();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}

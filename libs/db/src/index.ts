@@ -1,0 +1,5 @@
+export * from "./database";
+export * from "./database-url";
+export * from "./migrations/migration-runner";
+export { Prisma } from "./generated/prisma/client";
+export type * from "./generated/prisma/client";

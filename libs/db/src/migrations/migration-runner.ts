@@ -1,0 +1,186 @@
+import { createHash, randomUUID } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { describeDatabaseUrl } from "../database-url";
+
+/** prisma/migrations at the repository root. */
+export const defaultMigrationsDir = fileURLToPath(new URL("../../../../prisma/migrations", import.meta.url));
+
+// Any constant works; it only has to be the same for every process migrating this database.
+const MIGRATION_LOCK_KEY = 7_243_001_115;
+
+export interface MigrateOptions {
+  databaseUrl: string;
+  migrationsDir?: string;
+  /** Create the database when it does not exist (needs CREATEDB on the maintenance database). */
+  createDatabase?: boolean;
+  log?: (message: string) => void;
+}
+
+export interface MigrationFile {
+  name: string;
+  sql: string;
+  /** sha256 of the file, as Prisma stores it in `_prisma_migrations.checksum`. */
+  checksum: string;
+}
+
+export interface MigrateResult {
+  applied: string[];
+  alreadyApplied: string[];
+}
+
+export class MigrationError extends Error {
+  override name = "MigrationError";
+  constructor(
+    message: string,
+    readonly migration?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export async function readMigrations(dir: string = defaultMigrationsDir): Promise<MigrationFile[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return Promise.all(
+    names.map(async (name) => {
+      const sql = await readFile(join(dir, name, "migration.sql"), "utf8");
+      return { name, sql, checksum: createHash("sha256").update(sql).digest("hex") };
+    }),
+  );
+}
+
+/** Creates the database named in the URL if it is missing; safe when several processes race. */
+export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
+  const { database, maintenanceUrl } = describeDatabaseUrl(databaseUrl);
+  const client = new pg.Client({ connectionString: maintenanceUrl });
+  await client.connect();
+  try {
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [database]);
+    if (found.rowCount) return false;
+    try {
+      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
+      return true;
+    } catch (error) {
+      // 42P04 duplicate_database, or 23505 when two CREATE DATABASE race on pg_database.
+      const code = (error as { code?: string }).code;
+      if (code === "42P04" || code === "23505") return false;
+      throw error;
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+const CREATE_MIGRATIONS_TABLE = `
+CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+    "id"                    VARCHAR(36) PRIMARY KEY NOT NULL,
+    "checksum"              VARCHAR(64) NOT NULL,
+    "finished_at"           TIMESTAMPTZ,
+    "migration_name"        VARCHAR(255) NOT NULL,
+    "logs"                  TEXT,
+    "rolled_back_at"        TIMESTAMPTZ,
+    "started_at"            TIMESTAMPTZ NOT NULL DEFAULT now(),
+    "applied_steps_count"   INTEGER NOT NULL DEFAULT 0
+)`;
+
+interface AppliedRow {
+  migration_name: string;
+  checksum: string;
+  finished_at: Date | null;
+  rolled_back_at: Date | null;
+}
+
+/**
+ * Applies pending migrations in name order and records them in `_prisma_migrations` the
+ * way `prisma migrate deploy` does, so either tool can take over. Idempotent; concurrent
+ * callers serialise on an advisory lock. Each migration runs in its own transaction.
+ */
+export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
+  const log = options.log ?? (() => undefined);
+  if (options.createDatabase ?? true) {
+    if (await ensureDatabase(options.databaseUrl)) log(`created database ${describeDatabaseUrl(options.databaseUrl).database}`);
+  }
+  const migrations = await readMigrations(options.migrationsDir);
+  const client = new pg.Client({ connectionString: options.databaseUrl });
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+    await client.query(CREATE_MIGRATIONS_TABLE);
+    const rows = (
+      await client.query<AppliedRow>(
+        `SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL`,
+      )
+    ).rows;
+    const failed = rows.find((r) => r.finished_at === null);
+    if (failed) {
+      throw new MigrationError(
+        `migration ${failed.migration_name} failed earlier and must be resolved by hand (see _prisma_migrations.logs)`,
+        failed.migration_name,
+      );
+    }
+    const done = new Map(rows.map((r) => [r.migration_name, r]));
+    const result: MigrateResult = { applied: [], alreadyApplied: [] };
+    for (const migration of migrations) {
+      const existing = done.get(migration.name);
+      if (existing) {
+        if (existing.checksum !== migration.checksum) {
+          log(`warning: migration ${migration.name} was modified after it was applied`);
+        }
+        result.alreadyApplied.push(migration.name);
+        continue;
+      }
+      await applyOne(client, migration);
+      log(`applied migration ${migration.name}`);
+      result.applied.push(migration.name);
+    }
+    return result;
+  } finally {
+    await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await client.end();
+  }
+}
+
+async function applyOne(client: pg.Client, migration: MigrationFile): Promise<void> {
+  const id = randomUUID();
+  try {
+    await client.query("BEGIN");
+    await client.query(migration.sql);
+    await client.query(
+      `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
+       VALUES ($1, $2, now(), $3, now(), 1)`,
+      [id, migration.checksum, migration.name],
+    );
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    // Recorded as failed, like Prisma does, so the next start stops instead of half-applying.
+    await client
+      .query(
+        `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, logs, started_at, applied_steps_count)
+         VALUES ($1, $2, $3, $4, now(), 0)`,
+        [id, migration.checksum, migration.name, String((error as Error).message)],
+      )
+      .catch(() => undefined);
+    throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, migration.name, { cause: error });
+  }
+}
+
+/** Names of migrations on disk that the database has not finished applying. */
+export async function pendingMigrations(client: Pick<pg.ClientBase, "query">, migrationsDir?: string): Promise<string[]> {
+  const migrations = await readMigrations(migrationsDir);
+  let applied: Set<string>;
+  try {
+    const rows = await client.query<{ migration_name: string }>(
+      `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+    );
+    applied = new Set(rows.rows.map((r) => r.migration_name));
+  } catch (error) {
+    if ((error as { code?: string }).code === "42P01") return migrations.map((m) => m.name);
+    throw error;
+  }
+  return migrations.filter((m) => !applied.has(m.name)).map((m) => m.name);
+}

@@ -1,0 +1,2 @@
+export * from "./lane.store";
+export * from "./lane-runtime";

@@ -1,0 +1,275 @@
+import type { Job, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { PrismaClient, Tx } from "@nahida/db";
+import type { LaneItemKind, LaneMode } from "@nahida/contracts";
+import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { LaneStore, LeaseLostError, type AppendResult, type LaneItemRow, type Lease } from "./lane.store";
+
+export interface LaneRunContext {
+  runId: string;
+  laneKey: string;
+  /** The batch, in arrival order: one item in `followup` mode, all waiting ones in `collect`. */
+  items: LaneItemRow[];
+  /** Aborted when the lease is lost or the runtime shuts down; long work should stop. */
+  signal: AbortSignal;
+  /**
+   * Commits the run's results in one transaction together with marking its items done,
+   * fenced by the lease: if another worker took the lane over, nothing is written and
+   * LeaseLostError is thrown. Call it at most once; a handler that returns without calling
+   * it gets an empty commit.
+   */
+  commit<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+export type LaneHandler = (run: LaneRunContext) => Promise<void>;
+
+export interface LaneLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface LaneRuntimeOptions {
+  prisma: PrismaClient;
+  /** Producer for the `lanes` queue (wake-ups). */
+  wakeQueue: TypedQueue<"lanes">;
+  /** Blocking Redis connection for the consumer. */
+  consumerConnection: Redis;
+  prefix: string;
+  /** Identifies this process in leases and run records (host:pid:random). */
+  workerId: string;
+  handler: LaneHandler;
+  logger: LaneLogger;
+  /** Lanes run at the same time in this process. */
+  concurrency?: number;
+  /** Lease length; a dead worker's lane is taken over after at most this plus one sweep. Default 15 s. */
+  leaseMs?: number;
+  /** How often this process looks for stranded lanes. Default 2 s. */
+  sweepIntervalMs?: number;
+  /** Items older than this with no live lease count as stranded. Default 2 s. */
+  sweepGraceMs?: number;
+  /** Upper bound on a `collect` batch. Default 50. */
+  maxBatchSize?: number;
+  /** Runs an item may take before it fails for good. Default 3. */
+  maxAttempts?: number;
+  /** Backoff after a failed run, doubled per attempt. Default 1 s. */
+  retryBackoffMs?: number;
+  /** Runs per claim before the lane yields to others (fairness). Default 20. */
+  maxRunsPerClaim?: number;
+}
+
+/** Producer side: append work to a lane and wake it. Used by ingress and by the agent. */
+export class LaneProducer {
+  private readonly store: LaneStore;
+
+  constructor(
+    prisma: PrismaClient,
+    private readonly wakeQueue: TypedQueue<"lanes">,
+  ) {
+    this.store = new LaneStore(prisma);
+  }
+
+  /**
+   * Appends and wakes. Pass `tx` to append inside the caller's transaction; then call
+   * `wake` after that transaction commits (a wake before commit could find nothing).
+   */
+  async append(laneKey: string, kind: LaneItemKind, refId: string, tx?: Tx): Promise<AppendResult> {
+    const result = await this.store.append(laneKey, kind, refId, tx);
+    if (!tx) await this.wake(laneKey);
+    return result;
+  }
+
+  /**
+   * One waiting wake per lane is enough: a wake added while another is active is kept as
+   * the single follow-up (BullMQ `keepLastIfActive`), the rest are dropped.
+   */
+  async wake(laneKey: string): Promise<void> {
+    await this.wakeQueue.add("lane.wake", { laneKey }, { deduplication: { id: laneKey, keepLastIfActive: true } });
+  }
+
+  async setMode(laneKey: string, mode: LaneMode): Promise<void> {
+    await this.store.setMode(laneKey, mode);
+  }
+}
+
+type RunOutcome = { kind: "ran" } | { kind: "empty" } | { kind: "lease-lost" } | { kind: "failed"; retryInMs: number };
+
+export type DrainOutcome = "drained" | "busy" | "yielded" | "failed" | "lease-lost";
+
+/**
+ * Consumer side of session lanes (docs/lanes.md): a BullMQ worker on the `lanes` queue
+ * whose jobs only say "look at lane K"; the lane's order, lease and run records live in
+ * Postgres. Plus a sweeper that re-wakes lanes whose wake was lost or whose worker died.
+ */
+export class LaneRuntime {
+  private readonly store: LaneStore;
+  private readonly producer: LaneProducer;
+  private worker: Worker | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private readonly o: Required<Omit<LaneRuntimeOptions, "prisma" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId">>;
+
+  constructor(private readonly options: LaneRuntimeOptions) {
+    this.store = new LaneStore(options.prisma);
+    this.producer = new LaneProducer(options.prisma, options.wakeQueue);
+    this.o = {
+      concurrency: options.concurrency ?? 16,
+      leaseMs: options.leaseMs ?? 15_000,
+      sweepIntervalMs: options.sweepIntervalMs ?? 2_000,
+      sweepGraceMs: options.sweepGraceMs ?? 2_000,
+      maxBatchSize: options.maxBatchSize ?? 50,
+      maxAttempts: options.maxAttempts ?? 3,
+      retryBackoffMs: options.retryBackoffMs ?? 1_000,
+      maxRunsPerClaim: options.maxRunsPerClaim ?? 20,
+    };
+  }
+
+  start(): void {
+    this.worker = createConsumer(
+      "lanes",
+      { "lane.wake": async ({ laneKey }) => this.drain(laneKey) },
+      {
+        connection: this.options.consumerConnection,
+        prefix: this.options.prefix,
+        concurrency: this.o.concurrency,
+        onFailed: (job: Job | undefined, error: Error) =>
+          this.options.logger.warn({ laneKey: job?.data?.laneKey, err: error.message }, "lane wake failed"),
+        onError: (error) => this.options.logger.error({ err: error.message }, "lane worker error"),
+      },
+    );
+    this.scheduleSweep();
+  }
+
+  /**
+   * Graceful stop: running runs finish, no new run starts, and lanes with work left are
+   * woken for other workers.
+   */
+  async close(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
+    await this.worker?.close();
+  }
+
+  private scheduleSweep(): void {
+    this.sweepTimer = setTimeout(async () => {
+      try {
+        const stranded = await this.store.strandedLanes(this.o.sweepGraceMs, 500);
+        for (const laneKey of stranded) {
+          // A separate dedup id: the lane's own id may still be held by a dead worker's job.
+          await this.options.wakeQueue.add(
+            "lane.wake",
+            { laneKey },
+            { deduplication: { id: `sweep:${laneKey}`, ttl: this.o.sweepIntervalMs } },
+          );
+        }
+        if (stranded.length > 0) this.options.logger.info({ lanes: stranded.length }, "re-woke stranded lanes");
+      } catch (error) {
+        this.options.logger.warn({ err: (error as Error).message }, "lane sweep failed");
+      }
+      if (this.sweepTimer !== undefined) this.scheduleSweep();
+    }, this.o.sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+
+  /** Takes the lane if free and runs its open items batch by batch until none are left. */
+  async drain(laneKey: string): Promise<DrainOutcome> {
+    const lease = await this.store.tryClaim(laneKey, this.options.workerId, this.o.leaseMs);
+    // Busy: the holder re-checks for open items after it releases (below), and a dead
+    // holder's lane is found by the sweeper once its lease expires.
+    if (!lease) return "busy";
+
+    const leaseLost = new AbortController();
+    const heartbeat = setInterval(() => {
+      this.store
+        .renew(lease, this.o.leaseMs)
+        .then((held) => {
+          if (!held) leaseLost.abort(new LeaseLostError(laneKey));
+        })
+        .catch((error) => this.options.logger.warn({ laneKey, err: (error as Error).message }, "lease renewal failed"));
+    }, Math.max(250, Math.floor(this.o.leaseMs / 3)));
+
+    let outcome: DrainOutcome = "drained";
+    let retryInMs = 0;
+    try {
+      for (let runs = 0; ; runs++) {
+        if (runs >= this.o.maxRunsPerClaim || this.stopping) {
+          outcome = "yielded";
+          break;
+        }
+        const result = await this.runOnce(lease, leaseLost.signal);
+        if (result.kind === "empty") break;
+        if (result.kind === "failed") {
+          outcome = "failed";
+          retryInMs = result.retryInMs;
+          break;
+        }
+        if (result.kind === "lease-lost") {
+          outcome = "lease-lost";
+          break;
+        }
+      }
+    } finally {
+      clearInterval(heartbeat);
+      if (outcome !== "lease-lost") await this.store.release(lease);
+    }
+    // Release, then look again: an item committed after our last read but before the
+    // release found the lease held and its wake returned "busy"; this check sees it.
+    if (outcome === "failed") {
+      await this.options.wakeQueue.add("lane.wake", { laneKey }, { delay: retryInMs });
+    } else if (outcome !== "lease-lost" && (await this.store.hasOpenItems(laneKey))) {
+      await this.producer.wake(laneKey);
+    }
+    return outcome;
+  }
+
+  private async runOnce(lease: Lease, signal: AbortSignal): Promise<RunOutcome> {
+    const limit = lease.mode === "followup" ? 1 : this.o.maxBatchSize;
+    const open = await this.store.openItems(lease.laneKey, limit);
+    if (open.length === 0) return { kind: "empty" };
+
+    // Items whose earlier runs all died (crashing the worker each time) are given up on.
+    const exhausted = open.filter((i) => i.attempts >= this.o.maxAttempts);
+    if (exhausted.length > 0) {
+      await this.store.abandon(lease, exhausted.map((i) => i.id), `gave up after ${this.o.maxAttempts} attempts`);
+      this.options.logger.error({ laneKey: lease.laneKey, items: exhausted.map((i) => i.id) }, "lane items abandoned");
+      return { kind: "ran" };
+    }
+
+    const runId = await this.store.startRun(lease, this.options.workerId, open);
+    const items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
+    let committed = false;
+    const context: LaneRunContext = {
+      runId,
+      laneKey: lease.laneKey,
+      items,
+      signal,
+      commit: async (fn) => {
+        if (committed) throw new Error(`run ${runId} committed twice`);
+        const value = await this.store.fenced(lease, async (tx) => {
+          const v = await fn(tx);
+          await this.store.completeRun(tx, runId);
+          return v;
+        });
+        committed = true;
+        return value;
+      },
+    };
+    try {
+      await this.options.handler(context);
+      if (!committed) await context.commit(async () => undefined);
+      return { kind: "ran" };
+    } catch (error) {
+      if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
+        this.options.logger.warn({ laneKey: lease.laneKey, runId }, "lease lost; run discarded");
+        return { kind: "lease-lost" };
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run failed");
+      const attempt = Math.max(...items.map((i) => i.attempts));
+      const retryInMs = this.o.retryBackoffMs * 2 ** (attempt - 1);
+      await this.store.failRun(lease, runId, message, this.o.maxAttempts, retryInMs);
+      return { kind: "failed", retryInMs };
+    }
+  }
+}

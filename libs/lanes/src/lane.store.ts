@@ -1,0 +1,212 @@
+import { randomUUID } from "node:crypto";
+import type { PrismaClient, Tx } from "@nahida/db";
+import { LaneMode, type LaneItemKind } from "@nahida/contracts";
+
+/** The run's lease was taken over (or released); its work must not be committed. */
+export class LeaseLostError extends Error {
+  override name = "LeaseLostError";
+  constructor(readonly laneKey: string) {
+    super(`lease on lane ${laneKey} was lost`);
+  }
+}
+
+export interface LaneItemRow {
+  id: string;
+  seq: bigint;
+  kind: LaneItemKind;
+  refId: string;
+  status: "pending" | "running";
+  runId: string | null;
+  /** Runs that already took this item, including the current one once started. */
+  attempts: number;
+}
+
+export interface Lease {
+  laneKey: string;
+  token: string;
+  mode: LaneMode;
+}
+
+export interface AppendResult {
+  itemId: string;
+  seq: bigint;
+  /** False when the same (kind, refId) was already in a lane. */
+  created: boolean;
+}
+
+/**
+ * Postgres side of session lanes: per-lane sequence numbers, a fenced lease, and run
+ * bookkeeping. Every method is one statement or one short transaction.
+ * See docs/lanes.md for why these statements give the lane guarantees.
+ */
+export class LaneStore {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /**
+   * Appends an item to a lane, creating the lane on first use. Idempotent per (kind, refId).
+   * The upsert locks the lane row, so sequence order equals commit order within a lane.
+   */
+  async append(laneKey: string, kind: LaneItemKind, refId: string, tx?: Tx): Promise<AppendResult> {
+    const db = tx ?? this.prisma;
+    const inserted = await db.$queryRaw<{ id: string; seq: bigint }[]>`
+      WITH lane AS (
+        INSERT INTO lanes (key, last_seq, updated_at) VALUES (${laneKey}, 1, now())
+        ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
+        RETURNING last_seq
+      )
+      INSERT INTO lane_items (id, lane_key, seq, kind, ref_id)
+      SELECT gen_random_uuid(), ${laneKey}, lane.last_seq, ${kind}, ${refId} FROM lane
+      ON CONFLICT (kind, ref_id) DO NOTHING
+      RETURNING id::text AS id, seq`;
+    if (inserted[0]) return { itemId: inserted[0].id, seq: inserted[0].seq, created: true };
+    const existing = await db.$queryRaw<{ id: string; seq: bigint }[]>`
+      SELECT id::text AS id, seq FROM lane_items WHERE kind = ${kind} AND ref_id = ${refId}`;
+    const row = existing[0];
+    if (!row) throw new Error(`lane item ${kind}/${refId} vanished during append`);
+    return { itemId: row.id, seq: row.seq, created: false };
+  }
+
+  /** Takes the lane's lease if it is free, expired, and not in retry backoff. */
+  async tryClaim(laneKey: string, owner: string, leaseMs: number): Promise<Lease | null> {
+    const token = randomUUID();
+    const rows = await this.prisma.$queryRaw<{ mode: string }[]>`
+      UPDATE lanes
+         SET lease_owner = ${owner}, lease_token = ${token}::uuid,
+             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
+       WHERE key = ${laneKey}
+         AND (lease_token IS NULL OR lease_expires_at < now())
+         AND (retry_at IS NULL OR retry_at <= now())
+      RETURNING mode`;
+    const row = rows[0];
+    if (!row) return null;
+    const mode = LaneMode.safeParse(row.mode);
+    return { laneKey, token, mode: mode.success ? mode.data : "collect" };
+  }
+
+  /** Extends the lease; false once it has been taken over. */
+  async renew(lease: Lease, leaseMs: number): Promise<boolean> {
+    const n = await this.prisma.$executeRaw`
+      UPDATE lanes SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+       WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid`;
+    return n === 1;
+  }
+
+  async release(lease: Lease): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid`;
+  }
+
+  /** Open items in arrival order. `running` ones belong to a run whose worker died. */
+  async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
+    return this.prisma.$queryRaw<LaneItemRow[]>`
+      SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts
+        FROM lane_items
+       WHERE lane_key = ${laneKey} AND status IN ('pending', 'running')
+       ORDER BY seq
+       LIMIT ${limit}`;
+  }
+
+  async hasOpenItems(laneKey: string): Promise<boolean> {
+    const rows = await this.prisma.$queryRaw<{ open: boolean }[]>`
+      SELECT EXISTS (SELECT 1 FROM lane_items WHERE lane_key = ${laneKey} AND status IN ('pending', 'running')) AS open`;
+    return rows[0]?.open ?? false;
+  }
+
+  /**
+   * Runs `fn` in a transaction that holds the lane row locked and proves the lease is still
+   * ours. A takeover must update that row, so it waits for this commit or finds the token
+   * changed: work committed here can never race a second run of the same lane.
+   */
+  async fenced<T>(lease: Lease, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.prisma.$transaction(async (tx) => {
+      const held = await tx.$queryRaw<{ key: string }[]>`
+        SELECT key FROM lanes WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid FOR UPDATE`;
+      if (held.length === 0) throw new LeaseLostError(lease.laneKey);
+      return fn(tx);
+    });
+  }
+
+  /** Records a run over `items`; a dead run that held some of them is marked `lost`. */
+  async startRun(lease: Lease, workerId: string, items: LaneItemRow[]): Promise<string> {
+    const runId = randomUUID();
+    const ids = items.map((i) => i.id);
+    const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
+    await this.fenced(lease, async (tx) => {
+      if (staleRuns.length > 0) {
+        await tx.$executeRaw`
+          UPDATE lane_runs SET status = 'lost', finished_at = now()
+           WHERE id = ANY(${staleRuns}::uuid[]) AND status = 'running'`;
+      }
+      await tx.$executeRaw`
+        INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
+        VALUES (${runId}::uuid, ${lease.laneKey}, ${workerId}, 'running', ${items.length})`;
+      await tx.$executeRaw`
+        UPDATE lane_items SET status = 'running', run_id = ${runId}::uuid, attempts = attempts + 1
+         WHERE id = ANY(${ids}::uuid[])`;
+    });
+    return runId;
+  }
+
+  /** Marks the run and its items done; call inside `fenced` together with the run's results. */
+  async completeRun(tx: Tx, runId: string): Promise<void> {
+    await tx.$executeRaw`
+      UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running'`;
+    await tx.$executeRaw`
+      UPDATE lane_runs SET status = 'succeeded', finished_at = now() WHERE id = ${runId}::uuid`;
+  }
+
+  /**
+   * Ends a failed run: items under `maxAttempts` go back to pending and the lane backs off
+   * until `retryAt`; items at the limit fail for good so one poison message cannot block
+   * the lane forever.
+   */
+  async failRun(lease: Lease, runId: string, error: string, maxAttempts: number, backoffMs: number): Promise<void> {
+    await this.fenced(lease, async (tx) => {
+      await tx.$executeRaw`
+        UPDATE lane_runs SET status = 'failed', finished_at = now(), error = ${error} WHERE id = ${runId}::uuid`;
+      await tx.$executeRaw`
+        UPDATE lane_items
+           SET status = CASE WHEN attempts >= ${maxAttempts} THEN 'failed' ELSE 'pending' END,
+               error = ${error},
+               done_at = CASE WHEN attempts >= ${maxAttempts} THEN now() ELSE NULL END
+         WHERE run_id = ${runId}::uuid AND status = 'running'`;
+      await tx.$executeRaw`
+        UPDATE lanes SET retry_at = now() + ${backoffMs} * interval '1 millisecond'
+         WHERE key = ${lease.laneKey}
+           AND EXISTS (SELECT 1 FROM lane_items WHERE run_id = ${runId}::uuid AND status = 'pending')`;
+    });
+  }
+
+  /** Gives up on items whose earlier runs all died with their workers. */
+  async abandon(lease: Lease, itemIds: string[], reason: string): Promise<void> {
+    await this.fenced(lease, async (tx) => {
+      await tx.$executeRaw`
+        UPDATE lane_items SET status = 'failed', error = ${reason}, done_at = now()
+         WHERE id = ANY(${itemIds}::uuid[])`;
+    });
+  }
+
+  /**
+   * Lanes with open items older than `graceMs` and nobody holding a live lease: their wake
+   * was lost or their worker died. The partial index on open items keeps this cheap.
+   */
+  async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<{ key: string }[]>`
+      SELECT l.key FROM lanes l
+       WHERE l.key IN (
+               SELECT DISTINCT lane_key FROM lane_items
+                WHERE status IN ('pending', 'running')
+                  AND created_at < now() - ${graceMs} * interval '1 millisecond')
+         AND (l.lease_token IS NULL OR l.lease_expires_at < now())
+         AND (l.retry_at IS NULL OR l.retry_at <= now())
+       LIMIT ${limit}`;
+    return rows.map((r) => r.key);
+  }
+
+  async setMode(laneKey: string, mode: LaneMode): Promise<void> {
+    await this.prisma.$executeRaw`
+      INSERT INTO lanes (key, mode, updated_at) VALUES (${laneKey}, ${mode}, now())
+      ON CONFLICT (key) DO UPDATE SET mode = EXCLUDED.mode, updated_at = now()`;
+  }
+}

@@ -1,0 +1,109 @@
+import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
+import type { Redis } from "ioredis";
+import { jobCatalog, type JobName, type JobPayload, type QueueName } from "@nahida/contracts";
+
+export interface QueueOptions {
+  /** Redis connection for producers (non-blocking commands). */
+  connection: Redis;
+  /** Key prefix isolating deployments and test runs that share a Redis. */
+  prefix: string;
+}
+
+/** A payload that failed its schema; retrying cannot fix it. */
+export class InvalidJobPayloadError extends UnrecoverableError {
+  override name = "InvalidJobPayloadError";
+  readonly code = "bad_request" as const;
+}
+
+/** Thrown by handlers for failures no retry can fix (a 400 from a platform, a missing row). */
+export class PermanentJobError extends UnrecoverableError {
+  override name = "PermanentJobError";
+  constructor(
+    message: string,
+    readonly reason: string = message,
+  ) {
+    super(message);
+  }
+}
+
+function definition<Q extends QueueName>(queue: Q, name: string) {
+  const byName = jobCatalog[queue] as Record<string, { schema: import("zod").ZodType; attempts: number; backoffMs: number }>;
+  const def = byName[name];
+  if (!def) throw new Error(`job ${queue}/${name} is not in the job catalog`);
+  return def;
+}
+
+/** Typed producer for one queue of the catalog: payloads are validated before they are added. */
+export class TypedQueue<Q extends QueueName> {
+  readonly queue: Queue;
+
+  constructor(
+    readonly name: Q,
+    options: QueueOptions,
+  ) {
+    this.queue = new Queue(name, { connection: options.connection, prefix: options.prefix });
+  }
+
+  async add<N extends JobName<Q>>(jobName: N, payload: JobPayload<Q, N>, options: JobsOptions = {}): Promise<Job> {
+    const def = definition(this.name, jobName);
+    const parsed = def.schema.safeParse(payload);
+    if (!parsed.success) throw new InvalidJobPayloadError(`${this.name}/${jobName}: ${parsed.error.message}`);
+    return this.queue.add(jobName, parsed.data, {
+      attempts: def.attempts,
+      backoff: { type: "exponential", delay: def.backoffMs },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+      ...options,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
+
+export type JobHandlers<Q extends QueueName> = {
+  [N in JobName<Q>]: (payload: JobPayload<Q, N>, job: Job) => Promise<unknown>;
+};
+
+export interface ConsumerOptions {
+  /** Blocking Redis connection (`maxRetriesPerRequest: null`). */
+  connection: Redis;
+  prefix: string;
+  concurrency: number;
+  /** How long a job lock lives without renewal; a dead worker's job is retried after it. */
+  lockDurationMs?: number;
+  /** How often stalled jobs are looked for. */
+  stalledIntervalMs?: number;
+  onFailed?: (job: Job | undefined, error: Error) => void;
+  onError?: (error: Error) => void;
+}
+
+/**
+ * Typed consumer for one queue: every job is validated against its catalog schema before
+ * the handler sees it; an invalid payload fails permanently instead of retrying.
+ */
+export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandlers<Q>, options: ConsumerOptions): Worker {
+  const worker = new Worker(
+    queue,
+    async (job: Job) => {
+      const handler = (handlers as Record<string, ((payload: unknown, job: Job) => Promise<unknown>) | undefined>)[job.name];
+      if (!handler) throw new InvalidJobPayloadError(`no handler for ${queue}/${job.name}`);
+      const parsed = definition(queue, job.name).schema.safeParse(job.data);
+      if (!parsed.success) throw new InvalidJobPayloadError(`${queue}/${job.name}: ${parsed.error.message}`);
+      return handler(parsed.data, job);
+    },
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs ?? 30_000,
+      stalledInterval: options.stalledIntervalMs ?? 30_000,
+      maxStalledCount: 3,
+      autorun: true,
+    },
+  );
+  if (options.onFailed) worker.on("failed", options.onFailed);
+  worker.on("error", options.onError ?? (() => undefined));
+  return worker;
+}

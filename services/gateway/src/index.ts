@@ -1,0 +1,3 @@
+export * from "./app";
+export * from "./gateway.service";
+export * from "./gateway.env";

@@ -1,0 +1,48 @@
+import fp from "fastify-plugin";
+import { NahidaError, httpStatusFor, type ErrorCode } from "@nahida/contracts";
+import type { FastifyError } from "fastify";
+
+/** The one JSON error shape of the API. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string };
+}
+
+function codeForStatus(status: number): ErrorCode {
+  if (status === 401) return "unauthorized";
+  if (status === 403) return "forbidden";
+  if (status === 404) return "not_found";
+  if (status === 409) return "conflict";
+  if (status === 413) return "payload_too_large";
+  if (status === 429) return "rate_limited";
+  if (status >= 400 && status < 500) return "bad_request";
+  return "internal";
+}
+
+/**
+ * Maps every error to `{error: {code, message}}`. Client errors keep their message;
+ * anything 5xx is logged and answered with a generic message, never internals.
+ */
+export const errorHandlerPlugin = fp(async (app) => {
+  app.setErrorHandler((error: FastifyError | NahidaError, request, reply) => {
+    let status: number;
+    let code: ErrorCode;
+    if (error instanceof NahidaError) {
+      status = httpStatusFor(error.code);
+      code = error.code;
+    } else {
+      status = typeof error.statusCode === "number" && error.statusCode >= 400 ? error.statusCode : 500;
+      code = codeForStatus(status);
+    }
+    if (status >= 500) {
+      request.log.error({ err: error }, "request failed");
+      const body: ErrorBody = { error: { code, message: code === "not_ready" ? error.message : "internal error" } };
+      return reply.status(status).send(body);
+    }
+    const body: ErrorBody = { error: { code, message: error.message } };
+    return reply.status(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const body: ErrorBody = { error: { code: "not_found", message: `no route ${request.method} ${request.url.split("?")[0]}` } };
+    return reply.status(404).send(body);
+  });
+});

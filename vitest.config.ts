@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["libs/**/*.test.ts", "services/**/*.test.ts", "test/**/*.test.ts"],
+    // Each file gets its own database and queue prefix (test/support), so files run in parallel.
+    pool: "forks",
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    reporters: ["default"],
+  },
+});
