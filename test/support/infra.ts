@@ -27,7 +27,7 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   const url = new URL(TEST_POSTGRES_URL);
   url.pathname = `/${name}`;
   await migrate({ databaseUrl: url.toString() });
-  const db = createDatabase({ url: url.toString(), poolSize: 8 });
+  const db = createDatabase({ url: url.toString(), poolSize: 5 });
   return {
     url: url.toString(),
     db,

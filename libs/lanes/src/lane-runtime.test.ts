@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { TypedQueue, createRedis } from "@nahida/queue";
+import {
+  TEST_REDIS_URL,
+  clearQueuePrefix,
+  createTestDatabase,
+  testQueuePrefix,
+  waitFor,
+  type TestDatabase,
+} from "../../../test/support/infra";
+import { LaneProducer, LaneRuntime, type LaneHandler, type LaneRunContext } from "./lane-runtime";
+import { LaneStore, LeaseLostError } from "./lane.store";
+
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+describe("LaneRuntime (one process, real Postgres and Redis)", () => {
+  let t: TestDatabase;
+  let prefix: string;
+  let redis: Redis;
+  let blocking: Redis;
+  let wakeQueue: TypedQueue<"lanes">;
+  let producer: LaneProducer;
+  let runtime: LaneRuntime | undefined;
+  let handler: LaneHandler;
+  const runs: { laneKey: string; refs: string[]; attempts: number[] }[] = [];
+
+  beforeAll(async () => {
+    t = await createTestDatabase("lane_runtime");
+    prefix = testQueuePrefix("lane_runtime");
+    redis = createRedis({ url: TEST_REDIS_URL });
+    blocking = createRedis({ url: TEST_REDIS_URL, blocking: true });
+    wakeQueue = new TypedQueue("lanes", { connection: redis, prefix });
+    producer = new LaneProducer(t.db.prisma, wakeQueue);
+    runtime = new LaneRuntime({
+      prisma: t.db.prisma,
+      wakeQueue,
+      consumerConnection: blocking,
+      prefix,
+      workerId: "test-worker",
+      leaseMs: 2_000,
+      sweepIntervalMs: 300,
+      sweepGraceMs: 300,
+      retryBackoffMs: 100,
+      maxAttempts: 3,
+      handler: (run) => handler(run),
+      logger: silent,
+    });
+    runtime.start();
+  });
+
+  afterAll(async () => {
+    await runtime?.close();
+    await wakeQueue?.close();
+    redis?.disconnect();
+    blocking?.disconnect();
+    await clearQueuePrefix(TEST_REDIS_URL, prefix);
+    await t?.drop();
+  });
+
+  beforeEach(() => {
+    runs.length = 0;
+    handler = async (run) => {
+      runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
+    };
+  });
+
+  /** Holds the first run of a lane until `release` is called. */
+  function blockFirstRun(): { started: Promise<void>; release: () => void } {
+    let release!: () => void;
+    let markStarted!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const started = new Promise<void>((r) => (markStarted = r));
+    let first = true;
+    handler = async (run) => {
+      runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
+      if (first) {
+        first = false;
+        markStarted();
+        await gate;
+      }
+    };
+    return { started, release };
+  }
+
+  it("collect: messages that arrive during a run are handled together in the next run", async () => {
+    const lane = "test:private:collect";
+    const { started, release } = blockFirstRun();
+    await producer.append(lane, "event", "c1");
+    await started;
+    for (const ref of ["c2", "c3", "c4"]) await producer.append(lane, "event", ref);
+    release();
+    await waitFor(async () => runs.flatMap((r) => r.refs).length === 4, 10_000, "all four handled");
+    expect(runs.map((r) => r.refs)).toEqual([["c1"], ["c2", "c3", "c4"]]);
+  });
+
+  it("followup: one run per message, in order", async () => {
+    const lane = "test:private:followup";
+    await producer.setMode(lane, "followup");
+    const { started, release } = blockFirstRun();
+    await producer.append(lane, "event", "f1");
+    await started;
+    for (const ref of ["f2", "f3"]) await producer.append(lane, "event", ref);
+    release();
+    await waitFor(async () => runs.length === 3, 10_000, "three runs");
+    expect(runs.map((r) => r.refs)).toEqual([["f1"], ["f2"], ["f3"]]);
+  });
+
+  it("appending the same item twice keeps one item and one run", async () => {
+    const lane = "test:private:dupe";
+    const a = await producer.append(lane, "event", "d1");
+    const b = await producer.append(lane, "event", "d1");
+    expect(b).toEqual({ ...a, created: false });
+    await waitFor(async () => runs.length === 1, 10_000, "one run");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(runs.map((r) => r.refs)).toEqual([["d1"]]);
+  });
+
+  it("a failed run is retried with backoff and its result is committed once", async () => {
+    const lane = "test:private:flaky";
+    let calls = 0;
+    handler = async (run) => {
+      calls++;
+      if (calls === 1) throw new Error("transient");
+      await run.commit(async (tx) => {
+        await tx.$executeRaw`INSERT INTO turns (id, session_id, role, content)
+          SELECT gen_random_uuid(), s.id, 'assistant', ${run.items[0]!.refId} FROM sessions s WHERE s.lane_key = ${lane}`;
+      });
+      runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
+    };
+    await t.db.prisma.session.create({ data: { laneKey: lane } });
+    await producer.append(lane, "event", "r1");
+    await waitFor(async () => runs.length === 1, 10_000, "the retry to succeed");
+    expect(runs[0]!.attempts).toEqual([2]);
+    expect(await t.db.prisma.turn.count({ where: { content: "r1" } })).toBe(1);
+    const statuses = await t.db.prisma.laneRun.findMany({ where: { laneKey: lane }, orderBy: { startedAt: "asc" } });
+    expect(statuses.map((s) => s.status)).toEqual(["failed", "succeeded"]);
+  });
+
+  it("a poison message fails for good after maxAttempts and the lane moves on", async () => {
+    const lane = "test:private:poison";
+    handler = async (run) => {
+      if (run.items.some((i) => i.refId === "p1")) throw new Error("always fails");
+      runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
+    };
+    await producer.setMode(lane, "followup");
+    await producer.append(lane, "event", "p1");
+    await producer.append(lane, "event", "p2");
+    await waitFor(async () => runs.length === 1, 15_000, "p2 to run");
+    expect(runs[0]!.refs).toEqual(["p2"]);
+    const p1 = await t.db.prisma.laneItem.findFirst({ where: { refId: "p1" } });
+    expect(p1).toMatchObject({ status: "failed", attempts: 3, error: "always fails" });
+  });
+
+  it("a commit after the lease was taken over is refused and writes nothing", async () => {
+    const store = new LaneStore(t.db.prisma);
+    const lane = "test:private:fence";
+    await store.append(lane, "event", "x1");
+    const lease = await store.tryClaim(lane, "old-worker", 50);
+    expect(lease).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 100));
+    const takeover = await store.tryClaim(lane, "new-worker", 10_000);
+    expect(takeover).not.toBeNull();
+    await expect(
+      store.fenced(lease!, async (tx) => {
+        await tx.$executeRaw`INSERT INTO lanes (key) VALUES ('must-not-exist')`;
+      }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await t.db.prisma.lane.count({ where: { key: "must-not-exist" } })).toBe(0);
+    await store.release(takeover!);
+  });
+
+  it("a run's signal is aborted when its lease is lost", async () => {
+    const lane = "test:private:abort";
+    let seen: LaneRunContext | undefined;
+    handler = async (run) => {
+      seen = run;
+      // Simulate a takeover: another owner overwrites the lease token.
+      await t.db.pool.query("UPDATE lanes SET lease_token = gen_random_uuid() WHERE key = $1", [lane]);
+      await waitFor(async () => run.signal.aborted, 5_000, "abort");
+      await run.commit(async () => undefined);
+    };
+    await producer.append(lane, "event", "a1");
+    await waitFor(async () => seen?.signal.aborted, 10_000, "the run to see the abort");
+    await new Promise((r) => setTimeout(r, 200));
+    const item = await t.db.prisma.laneItem.findFirst({ where: { refId: "a1" } });
+    expect(item?.status).toBe("running");
+    // Hand the lane back so the runtime's later sweeps do not touch a foreign lease forever.
+    await t.db.pool.query("UPDATE lanes SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE key = $1", [lane]);
+  });
+});

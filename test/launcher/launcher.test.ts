@@ -1,0 +1,111 @@
+import { spawn } from "node:child_process";
+import { afterAll, describe, expect, it } from "vitest";
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "../support/infra";
+import { freePort } from "../support/ports";
+import { REPO_ROOT, spawnTsProcess } from "../support/processes";
+
+const MAIN = "services/launcher/src/main.ts";
+
+/** Runs the launcher to completion and returns its exit code and output. */
+function runToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", MAIN], { cwd: REPO_ROOT, env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`launcher did not exit:\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, stdout });
+    });
+  });
+}
+
+describe("launcher", () => {
+  const databases: string[] = [];
+  const prefixes: string[] = [];
+  afterAll(async () => {
+    for (const url of databases) await dropDatabase(url);
+    for (const prefix of prefixes) await clearQueuePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  function freshDatabaseUrl(): string {
+    const url = new URL(TEST_POSTGRES_URL);
+    url.pathname = `/nahida_t_${uniqueName("launcher")}`;
+    databases.push(url.toString());
+    return url.toString();
+  }
+
+  it("creates and migrates an empty database, answers /api/ready, and exits 0 on SIGTERM", async () => {
+    const port = await freePort();
+    const prefix = testQueuePrefix("launcher");
+    prefixes.push(prefix);
+    const started = Date.now();
+    const proc = await spawnTsProcess(
+      MAIN,
+      {
+        DATABASE_URL: freshDatabaseUrl(),
+        REDIS_URL: TEST_REDIS_URL,
+        NAHIDA_QUEUE_PREFIX: prefix,
+        GATEWAY_PORT: String(port),
+        LOG_LEVEL: "info",
+      },
+      { readyText: "nahida started", timeoutMs: 60_000 },
+    );
+    try {
+      const health = await fetch(`http://127.0.0.1:${port}/api/health`);
+      expect(health.status).toBe(200);
+      const ready = await waitFor(
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/api/ready`);
+          return res.status === 200 ? res.json() : undefined;
+        },
+        60_000,
+        "/api/ready",
+      );
+      expect(ready).toEqual({ status: "ready", checks: { postgres: "ok", redis: "ok" } });
+      expect(Date.now() - started).toBeLessThan(60_000);
+      // Logs are structured JSON lines.
+      const firstLine = proc.output().split("\n").find((l) => l.startsWith("{"));
+      expect(JSON.parse(firstLine!)).toMatchObject({ level: expect.any(Number), msg: expect.any(String) });
+    } finally {
+      proc.kill("SIGTERM");
+    }
+    expect(await proc.exited).toBe(0);
+  });
+
+  it.each([
+    [{ REDIS_URL: "nonsense" }, "REDIS_URL: must be a URL like redis://"],
+    [{ DATABASE_URL: "mysql://x@y/z" }, "DATABASE_URL: must be a URL like postgresql://"],
+    [{ GATEWAY_PORT: "99999" }, "GATEWAY_PORT"],
+    [{ NAHIDA_SERVICES: "gateway,teleport" }, "NAHIDA_SERVICES: unknown service teleport"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+  ])("rejects bad configuration %j with one clear message", async (env, message) => {
+    const result = await runToExit(env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("reports every bad variable at once", async () => {
+    const result = await runToExit({ REDIS_URL: "nonsense", GATEWAY_PORT: "http", LOG_LEVEL: "loud" });
+    expect(result.code).toBe(1);
+    for (const name of ["REDIS_URL", "GATEWAY_PORT", "LOG_LEVEL"]) expect(result.stderr).toContain(name);
+  });
+
+  it("names DATABASE_URL when Postgres is unreachable and REDIS_URL when Redis is", async () => {
+    const port = await freePort();
+    const db = await runToExit({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/nahida` });
+    expect(db.code).toBe(1);
+    expect(db.stderr).toMatch(/^nahida: DATABASE_URL: cannot use Postgres at 127\.0\.0\.1:\d+: .*ECONNREFUSED/m);
+    expect(db.stderr).not.toMatch(/\n\s+at /);
+
+    const redis = await runToExit({ DATABASE_URL: freshDatabaseUrl(), REDIS_URL: `redis://127.0.0.1:${port}` });
+    expect(redis.code).toBe(1);
+    expect(redis.stderr).toMatch(/^nahida: REDIS_URL: cannot reach Redis at 127\.0\.0\.1:\d+: .*ECONNREFUSED/m);
+  });
+});
