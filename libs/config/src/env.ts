@@ -10,7 +10,7 @@ export interface EnvIssue {
  * Validates an environment record against a schema and reports every bad variable at
  * once, each by name. Libraries never call this with `process.env`; services do, once.
  */
-export function parseEnv<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined>): Result<z.infer<S>, EnvIssue[]> {
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): Result<z.infer<S>, EnvIssue[]> {
   // Empty strings mean "unset", as in docker-compose files and shell exports.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = schema.safeParse(cleaned);

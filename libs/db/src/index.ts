@@ -3,3 +3,4 @@ export * from "./database-url";
 export * from "./migrations/migration-runner";
 export { Prisma } from "./generated/prisma/client";
 export type * from "./generated/prisma/client";
+export * from "./repositories";

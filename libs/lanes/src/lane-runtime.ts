@@ -21,6 +21,14 @@ export interface LaneRunContext {
   commit<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 }
 
+/** The reason a run's signal carries when a user or operator stopped it (`/stop`). */
+export class RunStoppedError extends Error {
+  override name = "RunStoppedError";
+  constructor(readonly laneKey: string) {
+    super(`run on lane ${laneKey} was stopped`);
+  }
+}
+
 export type LaneHandler = (run: LaneRunContext) => Promise<void>;
 
 export interface LaneLogger {
@@ -107,6 +115,8 @@ export class LaneRuntime {
   private worker: Worker | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private stopping = false;
+  /** Stop switches of the runs in progress in this process, by lane. */
+  private readonly active = new Map<string, AbortController>();
   private readonly o: Required<Omit<LaneRuntimeOptions, "prisma" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId">>;
 
   constructor(private readonly options: LaneRuntimeOptions) {
@@ -149,6 +159,17 @@ export class LaneRuntime {
     clearTimeout(this.sweepTimer);
     this.sweepTimer = undefined;
     await this.worker?.close();
+  }
+
+  /**
+   * Aborts the run in progress on a lane in this process (its signal's reason is a
+   * RunStoppedError). Returns false when this process is not running that lane.
+   */
+  abortRun(laneKey: string): boolean {
+    const controller = this.active.get(laneKey);
+    if (!controller) return false;
+    controller.abort(new RunStoppedError(laneKey));
+    return true;
   }
 
   private scheduleSweep(): void {
@@ -237,13 +258,16 @@ export class LaneRuntime {
     }
 
     const runId = await this.store.startRun(lease, this.options.workerId, open);
+    const stop = new AbortController();
+    this.active.set(lease.laneKey, stop);
+    const runSignal = AbortSignal.any([signal, stop.signal]);
     const items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
     let committed = false;
     const context: LaneRunContext = {
       runId,
       laneKey: lease.laneKey,
       items,
-      signal,
+      signal: runSignal,
       commit: async (fn) => {
         if (committed) throw new Error(`run ${runId} committed twice`);
         const value = await this.store.fenced(lease, async (tx) => {
@@ -270,6 +294,8 @@ export class LaneRuntime {
       const retryInMs = this.o.retryBackoffMs * 2 ** (attempt - 1);
       await this.store.failRun(lease, runId, message, this.o.maxAttempts, retryInMs);
       return { kind: "failed", retryInMs };
+    } finally {
+      this.active.delete(lease.laneKey);
     }
   }
 }

@@ -63,7 +63,8 @@ export class TypedQueue<Q extends QueueName> {
 }
 
 export type JobHandlers<Q extends QueueName> = {
-  [N in JobName<Q>]: (payload: JobPayload<Q, N>, job: Job) => Promise<unknown>;
+  /** `token` is the job's lock token, needed for `job.moveToDelayed`. */
+  [N in JobName<Q>]: (payload: JobPayload<Q, N>, job: Job, token: string | undefined) => Promise<unknown>;
 };
 
 export interface ConsumerOptions {
@@ -86,12 +87,12 @@ export interface ConsumerOptions {
 export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandlers<Q>, options: ConsumerOptions): Worker {
   const worker = new Worker(
     queue,
-    async (job: Job) => {
-      const handler = (handlers as Record<string, ((payload: unknown, job: Job) => Promise<unknown>) | undefined>)[job.name];
+    async (job: Job, token?: string) => {
+      const handler = (handlers as Record<string, ((payload: unknown, job: Job, token: string | undefined) => Promise<unknown>) | undefined>)[job.name];
       if (!handler) throw new InvalidJobPayloadError(`no handler for ${queue}/${job.name}`);
       const parsed = definition(queue, job.name).schema.safeParse(job.data);
       if (!parsed.success) throw new InvalidJobPayloadError(`${queue}/${job.name}: ${parsed.error.message}`);
-      return handler(parsed.data, job);
+      return handler(parsed.data, job, token);
     },
     {
       connection: options.connection,

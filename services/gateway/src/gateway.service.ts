@@ -40,7 +40,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const server = Fastify({
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
-    disableRequestLogging: false,
   });
   await server.register(app, {
     probes: [

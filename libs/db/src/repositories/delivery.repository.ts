@@ -1,0 +1,100 @@
+import type { OutboundMessage } from "@nahida/contracts";
+import type { PrismaClient, Tx } from "../database";
+import type { Delivery, Prisma } from "../generated/prisma/client";
+
+export const DELIVERY_STATUSES = ["queued", "sending", "sent", "failed", "expired"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface NewDelivery {
+  target: string;
+  message: OutboundMessage;
+  /** `agent`, `command`, `api`, `cron:<id>`, `agent:<run_id>`. */
+  source: string;
+  sessionId?: string;
+  inboundMessageId?: string;
+  runId?: string;
+  /** A delivery still queued after this instant expires instead of being sent late. */
+  expiresAt?: Date;
+  idempotencyKey?: string;
+  requestHash?: string;
+}
+
+/**
+ * Outbound sends. Rows are written in the same transaction as whatever caused them (the
+ * outbox pattern); the `delivery.send` job only names the row.
+ */
+export class DeliveryRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async create(input: NewDelivery, tx?: Tx): Promise<Delivery> {
+    return (tx ?? this.prisma).delivery.create({
+      data: {
+        target: input.target,
+        message: input.message as unknown as Prisma.InputJsonValue,
+        source: input.source,
+        sessionId: input.sessionId ?? null,
+        inboundMessageId: input.inboundMessageId ?? null,
+        runId: input.runId ?? null,
+        expiresAt: input.expiresAt ?? null,
+        idempotencyKey: input.idempotencyKey ?? null,
+        requestHash: input.requestHash ?? null,
+      },
+    });
+  }
+
+  async get(id: string): Promise<Delivery | null> {
+    return this.prisma.delivery.findUnique({ where: { id } });
+  }
+
+  /** Moves a queued (or interrupted) delivery to `sending` and counts the attempt. */
+  async begin(id: string): Promise<Delivery | null> {
+    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
+      UPDATE deliveries SET status = 'sending', attempts = attempts + 1, updated_at = now()
+       WHERE id = ${id}::uuid AND status IN ('queued', 'sending')
+      RETURNING id::text AS id`;
+    return rows[0] ? this.get(id) : null;
+  }
+
+  /**
+   * Records that part `index` was accepted by the platform. Guarded on `sent_parts` so a
+   * retried job resumes after the last accepted part and never records one twice.
+   */
+  async recordPart(id: string, index: number, platformMessageId: string): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE deliveries
+         SET sent_parts = ${index + 1}, platform_message_ids = array_append(platform_message_ids, ${platformMessageId}),
+             updated_at = now()
+       WHERE id = ${id}::uuid AND sent_parts = ${index}`;
+  }
+
+  async markSent(id: string): Promise<void> {
+    await this.prisma.delivery.update({ where: { id }, data: { status: "sent", sentAt: new Date(), error: null } });
+  }
+
+  async markFailed(id: string, error: string): Promise<void> {
+    await this.prisma.delivery.update({ where: { id }, data: { status: "failed", error } });
+  }
+
+  /** Back to `queued` while a retry waits (429, 5xx), keeping the reason visible. */
+  async markWaiting(id: string, error: string): Promise<void> {
+    await this.prisma.delivery.updateMany({ where: { id, status: "sending" }, data: { status: "queued", error } });
+  }
+
+  /** Expires a delivery that is still waiting after its TTL. */
+  async expireIfDue(id: string): Promise<boolean> {
+    const n = await this.prisma.$executeRaw`
+      UPDATE deliveries SET status = 'expired', error = 'expired before it could be sent', updated_at = now()
+       WHERE id = ${id}::uuid AND status IN ('queued', 'sending') AND sent_parts = 0
+         AND expires_at IS NOT NULL AND expires_at < now()`;
+    return n === 1;
+  }
+
+  /** Deliveries waiting longer than `olderThanMs`: their job may have been lost. */
+  async stale(olderThanMs: number, limit: number): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
+      SELECT id::text AS id FROM deliveries
+       WHERE status IN ('queued', 'sending') AND updated_at < now() - ${olderThanMs} * interval '1 millisecond'
+       ORDER BY created_at LIMIT ${limit}`;
+    return rows.map((r) => r.id);
+  }
+}

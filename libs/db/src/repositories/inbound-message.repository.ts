@@ -1,0 +1,72 @@
+import type { InboundMessage as InboundMessageContract, MessageContext } from "@nahida/contracts";
+import type { PrismaClient, Tx } from "../database";
+
+export interface StoredInbound {
+  id: string;
+  /** False when the platform delivered this message before (same channel and dedupe key). */
+  created: boolean;
+}
+
+export interface InboundRecord {
+  id: string;
+  channel: string;
+  chatAddress: string;
+  message: InboundMessageContract;
+  context: MessageContext;
+  /** Channel-specific facts the agent worker needs (command parsing, ...). */
+  extra: Record<string, unknown>;
+}
+
+/** Normalized platform messages, stored before the platform is acknowledged. */
+export class InboundMessageRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** Idempotent per (channel, dedupeKey): a redelivered update returns the first row's id. */
+  async store(
+    input: {
+      dedupeKey: string;
+      message: InboundMessageContract;
+      context: MessageContext;
+      extra?: Record<string, unknown>;
+      raw: unknown;
+    },
+    tx?: Tx,
+  ): Promise<StoredInbound> {
+    const db = tx ?? this.prisma;
+    const { message } = input;
+    const rows = await db.$queryRaw<{ id: string; created: boolean }[]>`
+      INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at)
+      VALUES (gen_random_uuid(), ${message.channel}, ${input.dedupeKey}, ${message.messageId}, ${message.chat},
+              ${JSON.stringify({ message, context: input.context, extra: input.extra ?? {} })}::jsonb,
+              ${input.raw === undefined ? null : JSON.stringify(input.raw)}::jsonb, ${new Date(message.timestamp)})
+      ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
+      RETURNING id::text AS id, (xmax = 0) AS created`;
+    const row = rows[0];
+    if (!row) throw new Error("inbound insert returned no row");
+    return row;
+  }
+
+  async get(id: string, tx?: Tx): Promise<InboundRecord | null> {
+    const [record] = await this.getMany([id], tx);
+    return record ?? null;
+  }
+
+  /** The rows for `ids`, in the order given; missing ids are skipped. */
+  async getMany(ids: string[], tx?: Tx): Promise<InboundRecord[]> {
+    const rows = await (tx ?? this.prisma).inboundMessage.findMany({ where: { id: { in: ids } } });
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.flatMap((id) => {
+      const row = byId.get(id);
+      if (!row) return [];
+      const body = row.message as unknown as StoredBody;
+      return [{ id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: body.message, context: body.context, extra: body.extra ?? {} }];
+    });
+  }
+}
+
+/** Shape of `inbound_messages.message`. */
+interface StoredBody {
+  message: InboundMessageContract;
+  context: MessageContext;
+  extra?: Record<string, unknown>;
+}

@@ -1,0 +1,4 @@
+export * from "./inbound-message.repository";
+export * from "./session.repository";
+export * from "./turn.repository";
+export * from "./delivery.repository";

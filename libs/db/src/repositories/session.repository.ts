@@ -1,0 +1,61 @@
+import type { PrismaClient, Tx } from "../database";
+import type { Chat, Session } from "../generated/prisma/client";
+
+/** A chat's sessions all share the chat's lane, so a chat never has two runs at once. */
+export const laneKeyForChat = (chatAddress: string): string => `chat:${chatAddress}`;
+
+export const TRIGGER_MODES = ["mention", "always"] as const;
+export type TriggerMode = (typeof TRIGGER_MODES)[number];
+
+/** Chats and their sessions. */
+export class SessionRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async findChat(address: string, tx?: Tx): Promise<Chat | null> {
+    return (tx ?? this.prisma).chat.findUnique({ where: { address } });
+  }
+
+  /** Creates the chat on first sight and keeps its display name current. */
+  async ensureChat(address: string, channel: string, displayName: string | undefined, tx?: Tx): Promise<Chat> {
+    return (tx ?? this.prisma).chat.upsert({
+      where: { address },
+      create: { address, channel, displayName: displayName ?? null },
+      update: displayName === undefined ? {} : { displayName },
+    });
+  }
+
+  /**
+   * The chat's current session, created on first use. Callers run inside the chat's lane,
+   * so two runs never create competing sessions for one chat.
+   */
+  async currentSession(address: string, channel: string, tx: Tx): Promise<Session> {
+    const chat = await this.ensureChat(address, channel, undefined, tx);
+    if (chat.currentSessionId) {
+      const session = await tx.session.findUnique({ where: { id: chat.currentSessionId } });
+      if (session) return session;
+    }
+    return this.rotate(address, channel, tx);
+  }
+
+  /** Starts a fresh session for the chat (`/new`); the old one stays in history. */
+  async rotate(address: string, channel: string, tx: Tx): Promise<Session> {
+    await this.ensureChat(address, channel, undefined, tx);
+    const session = await tx.session.create({
+      data: { laneKey: laneKeyForChat(address), chatAddress: address, channel },
+    });
+    await tx.chat.update({ where: { address }, data: { currentSessionId: session.id } });
+    return session;
+  }
+
+  async get(id: string, tx?: Tx): Promise<Session | null> {
+    return (tx ?? this.prisma).session.findUnique({ where: { id } });
+  }
+
+  async touch(id: string, tx: Tx): Promise<void> {
+    await tx.session.update({ where: { id }, data: { lastActivityAt: new Date() } });
+  }
+
+  async setTriggerMode(address: string, mode: TriggerMode, tx?: Tx): Promise<void> {
+    await (tx ?? this.prisma).chat.update({ where: { address }, data: { triggerMode: mode } });
+  }
+}

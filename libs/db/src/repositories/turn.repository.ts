@@ -1,0 +1,56 @@
+import type { PrismaClient, Tx } from "../database";
+import type { Turn } from "../generated/prisma/client";
+import type { Prisma } from "../generated/prisma/client";
+
+export type TurnRole = "user" | "assistant" | "tool" | "system" | "event";
+
+export interface NewTurn {
+  role: TurnRole;
+  content: string;
+  /** message_context for user turns, tool_calls / tool_call_id for tool traffic. */
+  metadata?: Record<string, unknown>;
+  source?: string;
+  inboundMessageId?: string;
+  runId?: string;
+}
+
+/** A session's history. Turns are only appended; `/reset` is the one bulk delete. */
+export class TurnRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async append(sessionId: string, turns: NewTurn[], tx: Tx): Promise<void> {
+    // One insert per turn keeps `seq` in the order given.
+    for (const turn of turns) {
+      await tx.turn.create({
+        data: {
+          sessionId,
+          role: turn.role,
+          content: turn.content,
+          metadata: (turn.metadata ?? {}) as Prisma.InputJsonValue,
+          source: turn.source ?? (turn.role === "user" ? "user" : "agent"),
+          inboundMessageId: turn.inboundMessageId ?? null,
+          runId: turn.runId ?? null,
+        },
+      });
+    }
+  }
+
+  /** The last `limit` turns of a session, oldest first. */
+  async recent(sessionId: string, limit: number, tx?: Tx): Promise<Turn[]> {
+    const rows = await (tx ?? this.prisma).turn.findMany({
+      where: { sessionId },
+      orderBy: { seq: "desc" },
+      take: limit,
+    });
+    return rows.reverse();
+  }
+
+  async count(sessionId: string, tx?: Tx): Promise<number> {
+    return (tx ?? this.prisma).turn.count({ where: { sessionId } });
+  }
+
+  async clear(sessionId: string, tx: Tx): Promise<number> {
+    const { count } = await tx.turn.deleteMany({ where: { sessionId } });
+    return count;
+  }
+}

@@ -1,0 +1,25 @@
+import { z } from "zod";
+import { positiveMs } from "@nahida/config";
+import { validateTimeZone } from "./context/envelope";
+
+export const agentWorkerEnvSchema = z.object({
+  /** API key of the OpenAI-compatible endpoint (optional for local servers). */
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  /** Base URL of an OpenAI-compatible API; with neither this nor a key, no LLM is used. */
+  OPENAI_BASE_URL: z.url({ message: "must be a URL like https://api.openai.com/v1" }).optional(),
+  OPENAI_MODEL: z.string().min(1).default("gpt-4o-mini"),
+  /** Directory with AGENTS.md / SOUL.md / USER.md and files the agent may read or send. */
+  NAHIDA_WORKSPACE_DIR: z.string().min(1).optional(),
+  /** The bot's IANA time zone, used in message envelopes. */
+  NAHIDA_TIMEZONE: z.string().refine(validateTimeZone, { message: "must be an IANA time zone such as Asia/Shanghai or UTC" }).default("UTC"),
+  AGENT_MAX_ITERATIONS: z.coerce.number().int().min(1).max(50).default(8),
+  AGENT_HISTORY_TURNS: z.coerce.number().int().min(0).max(1000).default(60),
+  AGENT_COMMAND_TIMEOUT_MS: positiveMs.default(10_000),
+  /** Sessions run at the same time in one agent-worker process. */
+  AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** Session lane lease; a dead worker's session is taken over after about this long. */
+  LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).default(15_000),
+  /** A delivery still queued after this long expires instead of arriving late. */
+  NAHIDA_DELIVERY_TTL_MS: positiveMs.default(3_600_000),
+});
+export type AgentWorkerEnv = z.infer<typeof agentWorkerEnvSchema>;

@@ -1,0 +1,126 @@
+import type { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { InboundMessageRepository, SessionRepository, type PrismaClient } from "@nahida/db";
+import { LaneProducer, LaneRuntime } from "@nahida/lanes";
+import type { Logger } from "@nahida/observability";
+import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { createAgentLoop } from "./agent/agent-loop";
+import type { LlmClient } from "./agent/llm.client";
+import { ToolRegistry } from "./agent/tool-registry";
+import { currentTimeTool } from "./agent/tools/current-time.tool";
+import { workspaceReadTool } from "./agent/tools/workspace-read.tool";
+import { builtinCommands } from "./commands/builtin.commands";
+import type { CommandContext } from "./commands/command-context";
+import { CommandRouter } from "./commands/command-router";
+import { createContextBuilder } from "./context/context-builder";
+import { createEnvelopeRenderer } from "./context/envelope";
+import { createMessageReceivedHandler } from "./inbound/message-received.consumer";
+import { createSessionRunHandler } from "./run/session-run.handler";
+
+export interface AgentWorkerOptions {
+  prisma: PrismaClient;
+  /** Non-blocking Redis for producers, flags and publishing. */
+  redis: Redis;
+  /** Creates blocking / subscriber connections this service owns. */
+  createConnection: (purpose: string) => Redis;
+  prefix: string;
+  queues: { inbound: TypedQueue<"inbound">; lanes: TypedQueue<"lanes">; outbound: TypedQueue<"outbound"> };
+  workerId: string;
+  /** Null when no LLM is configured. */
+  llm: LlmClient | null;
+  workspaceDir?: string;
+  timeZone: string;
+  maxIterations: number;
+  historyTurns: number;
+  commandTimeoutMs: number;
+  concurrency: number;
+  leaseMs: number;
+  deliveryTtlMs: number;
+  logger: Logger;
+}
+
+export interface RunningAgentWorker {
+  lanes: LaneRuntime;
+  stop(): Promise<void>;
+}
+
+const MAX_ATTEMPTS = 3;
+
+export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
+  const logger = o.logger;
+  const inbound = new InboundMessageRepository(o.prisma);
+  const sessions = new SessionRepository(o.prisma);
+  const laneProducer = new LaneProducer(o.prisma, o.queues.lanes);
+  const abortChannel = `${o.prefix}:lanes:abort`;
+  const owned: Redis[] = [];
+  const connection = (purpose: string) => {
+    const redis = o.createConnection(purpose);
+    owned.push(redis);
+    return redis;
+  };
+
+  const tools = new ToolRegistry().register(currentTimeTool({ defaultTimeZone: o.timeZone }));
+  if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
+  const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
+
+  const lanes = new LaneRuntime({
+    prisma: o.prisma,
+    wakeQueue: o.queues.lanes,
+    consumerConnection: connection("lanes-worker"),
+    prefix: o.prefix,
+    workerId: o.workerId,
+    concurrency: o.concurrency,
+    leaseMs: o.leaseMs,
+    maxAttempts: MAX_ATTEMPTS,
+    logger,
+    handler: createSessionRunHandler({
+      prisma: o.prisma,
+      redis: o.redis,
+      prefix: o.prefix,
+      inbound,
+      outbound: o.queues.outbound,
+      commands,
+      contextBuilder: createContextBuilder({
+        envelope: createEnvelopeRenderer({ timeZone: o.timeZone }),
+        historyTurns: o.historyTurns,
+        ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
+      }),
+      runAgent: o.llm ? createAgentLoop({ llm: o.llm, tools, maxIterations: o.maxIterations }) : null,
+      model: o.llm?.model ?? null,
+      historyTurns: o.historyTurns,
+      deliveryTtlMs: o.deliveryTtlMs,
+      maxAttempts: MAX_ATTEMPTS,
+      logger,
+    }),
+  });
+
+  const subscriber = connection("lanes-abort");
+  await subscriber.subscribe(abortChannel);
+  subscriber.on("message", (_channel: string, laneKey: string) => {
+    if (lanes.abortRun(laneKey)) logger.info({ laneKey }, "run stopped by /stop");
+  });
+
+  const inboundWorker: Worker = createConsumer(
+    "inbound",
+    {
+      "message.received": createMessageReceivedHandler({ inbound, sessions, lanes: laneProducer, redis: o.redis, abortChannel, commandPrefix: commands.prefix }),
+    },
+    {
+      connection: connection("inbound-worker"),
+      prefix: o.prefix,
+      concurrency: o.concurrency,
+      onFailed: (job, error) => logger.warn({ jobId: job?.id, err: error.message }, "inbound job failed"),
+      onError: (error) => logger.error({ err: error.message }, "inbound worker error"),
+    },
+  );
+  lanes.start();
+
+  return {
+    lanes,
+    async stop() {
+      await inboundWorker.close();
+      await lanes.close();
+      for (const redis of owned) redis.disconnect();
+    },
+  };
+}

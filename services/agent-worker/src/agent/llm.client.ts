@@ -1,0 +1,80 @@
+import OpenAI from "openai";
+
+/** One message in the chat-completions shape the agent loop speaks. */
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments. */
+  parameters: Record<string, unknown>;
+}
+
+export interface CompletionRequest {
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  /** Stable id of the conversation (the session), sent as the API's `user` field. */
+  user: string;
+  signal?: AbortSignal;
+}
+
+export interface Completion {
+  content: string | null;
+  toolCalls: ToolCall[];
+}
+
+/** The agent's only view of a language model. */
+export interface LlmClient {
+  readonly model: string;
+  complete(request: CompletionRequest): Promise<Completion>;
+}
+
+export interface OpenAiLlmOptions {
+  baseURL: string;
+  apiKey: string;
+  model: string;
+  timeoutMs?: number;
+  /** SDK retries for 429/5xx/connection errors. */
+  maxRetries?: number;
+}
+
+/** An LlmClient over any OpenAI-compatible chat-completions endpoint. */
+export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
+  const client = new OpenAI({
+    baseURL: options.baseURL,
+    apiKey: options.apiKey,
+    timeout: options.timeoutMs ?? 120_000,
+    maxRetries: options.maxRetries ?? 2,
+  });
+  return {
+    model: options.model,
+    async complete(request) {
+      const response = await client.chat.completions.create(
+        {
+          model: options.model,
+          messages: request.messages,
+          user: request.user,
+          ...(request.tools.length > 0
+            ? { tools: request.tools.map((t) => ({ type: "function" as const, function: t })) }
+            : {}),
+        },
+        { signal: request.signal },
+      );
+      const message = response.choices[0]?.message;
+      const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
+        call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
+      );
+      return { content: message?.content ?? null, toolCalls };
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import type { ToolSpec } from "./llm.client";
+
+/** What a tool may know about the run that calls it. */
+export interface ToolContext {
+  sessionId: string;
+  chatAddress: string | null;
+  runId: string;
+  signal: AbortSignal;
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  parameters: S;
+  /** Return false to refuse the call (the model is told it is not permitted). */
+  permitted?: (context: ToolContext) => boolean;
+  execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
+}
+
+export const defineTool = <S extends z.ZodType>(definition: ToolDefinition<S>): ToolDefinition<S> => definition;
+
+/** A tool result as the model sees it: always JSON, errors included. */
+export type ToolOutcome = { ok: true; result: unknown } | { ok: false; error: string };
+
+const MAX_RESULT_CHARS = 16_000;
+
+/**
+ * Tools by name. Arguments are parsed and validated here; any problem (unknown tool, bad
+ * JSON, schema violation, refusal, a throwing tool) becomes a result the model can read and
+ * correct, never an exception out of the agent loop.
+ */
+export class ToolRegistry {
+  private readonly tools = new Map<string, ToolDefinition>();
+
+  register(...tools: ToolDefinition[]): this {
+    for (const tool of tools) this.tools.set(tool.name, tool);
+    return this;
+  }
+
+  specs(): ToolSpec[] {
+    return [...this.tools.values()].map((tool) => {
+      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" }) as Record<string, unknown>;
+      return { name: tool.name, description: tool.description, parameters };
+    });
+  }
+
+  async execute(name: string, rawArguments: string, context: ToolContext): Promise<ToolOutcome> {
+    const tool = this.tools.get(name);
+    if (!tool) return { ok: false, error: `unknown tool ${JSON.stringify(name)}; available: ${[...this.tools.keys()].join(", ")}` };
+    let json: unknown;
+    try {
+      json = rawArguments.trim() === "" ? {} : JSON.parse(rawArguments);
+    } catch {
+      return { ok: false, error: `arguments are not valid JSON: ${rawArguments.slice(0, 200)}` };
+    }
+    const parsed = tool.parameters.safeParse(json);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
+      return { ok: false, error: `invalid arguments for ${name}: ${issues}` };
+    }
+    if (tool.permitted && !tool.permitted(context)) return { ok: false, error: `${name} is not permitted here` };
+    try {
+      return { ok: true, result: await tool.execute(parsed.data, context) };
+    } catch (error) {
+      if (context.signal.aborted) throw error;
+      return { ok: false, error: `${name} failed: ${(error as Error).message}` };
+    }
+  }
+
+  /** The tool message content for an outcome, bounded so one tool cannot flood the context. */
+  static render(outcome: ToolOutcome): string {
+    const text = JSON.stringify(outcome.ok ? outcome.result ?? null : { error: outcome.error });
+    return text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}… [truncated]` : text;
+  }
+}

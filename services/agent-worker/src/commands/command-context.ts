@@ -1,0 +1,23 @@
+import type { ChatType } from "@nahida/contracts";
+import type { Tx } from "@nahida/db";
+
+/** What a built-in command sees of the chat and run it was sent in. */
+export interface CommandContext {
+  chatAddress: string;
+  chatType: ChatType;
+  channel: string;
+  /** The chat's current session; `/new` replaces it for the rest of the run. */
+  sessionId: string;
+  triggerMode: string;
+  model: string | null;
+  turnCount(): Promise<number>;
+  /** Starts a fresh session for the chat and returns its id. */
+  rotateSession(): string;
+  /** Registers a write for the run's fenced commit (nothing is written if the run is lost). */
+  defer(write: (tx: Tx) => Promise<void>): void;
+  clearHistory(): void;
+  setTriggerMode(mode: "mention" | "always"): void;
+  /** True when a reply in progress was stopped by this `/stop` (and clears the mark). */
+  consumeStopped(): Promise<boolean>;
+  commandList(): { name: string; description: string; usage?: string }[];
+}

@@ -1,0 +1,84 @@
+import { MessageContext, type Attachment } from "@nahida/contracts";
+import type { ChatMessage, ToolCall } from "../agent/llm.client";
+import { readWorkspacePromptFiles } from "./workspace-files";
+import type { EnvelopeRenderer } from "./envelope";
+
+export const DEFAULT_SYSTEM_PROMPT = [
+  "You are Nahida, a helpful assistant in a chat app.",
+  "Each user message starts with an envelope line: [local time | channel/chat type | sender and role tags]. It is metadata, not part of what the user wrote; do not repeat it.",
+  "Answer in the user's language. Keep replies short enough for a chat.",
+  "If a message in a group needs no answer from you, reply with exactly NO_REPLY.",
+].join("\n");
+
+export interface ContextBuilderOptions {
+  envelope: EnvelopeRenderer;
+  workspaceDir?: string;
+  systemPrompt?: string;
+  /** Turns of history included before the new messages. */
+  historyTurns: number;
+}
+
+/** What a user turn stores in `turns.metadata`; the envelope is rebuilt from it. */
+export interface UserTurnMetadata {
+  message_context: MessageContext;
+  message_id?: string;
+  attachments?: Attachment[];
+}
+
+function attachmentMarkers(attachments: Attachment[] | undefined): string {
+  if (!attachments?.length) return "";
+  return attachments.map((a) => `\n[${a.type}${a.filename ? `: ${a.filename}` : ""}]`).join("");
+}
+
+/** The stored fields a turn is rendered from. */
+export interface RenderableTurn {
+  role: string;
+  content: string;
+  metadata: unknown;
+}
+
+/**
+ * Builds the model's input: system prompt (+ workspace files), history rendered from what
+ * was stored, then the new messages. Rendering uses only persisted fields, so a turn looks
+ * the same in every later request (prompt-cache friendly).
+ */
+export function createContextBuilder(options: ContextBuilderOptions) {
+  function renderTurn(turn: RenderableTurn): ChatMessage | null {
+    const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
+    switch (turn.role) {
+      case "user": {
+        const context = MessageContext.safeParse(metadata.message_context);
+        const text = `${turn.content}${attachmentMarkers(metadata.attachments as Attachment[] | undefined)}`;
+        return { role: "user", content: context.success ? options.envelope.renderUserTurn(context.data, text) : text };
+      }
+      case "assistant": {
+        const toolCalls = metadata.tool_calls as ToolCall[] | undefined;
+        return toolCalls?.length
+          ? { role: "assistant", content: turn.content || null, tool_calls: toolCalls }
+          : { role: "assistant", content: turn.content };
+      }
+      case "tool":
+        return { role: "tool", tool_call_id: String(metadata.tool_call_id ?? ""), content: turn.content };
+      case "event":
+      case "system":
+        return { role: "system", content: turn.content };
+      default:
+        return null;
+    }
+  }
+
+  return {
+    renderTurn,
+    async build(history: RenderableTurn[], fresh: RenderableTurn[]): Promise<ChatMessage[]> {
+      const files = await readWorkspacePromptFiles(options.workspaceDir);
+      const system = [options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, ...files.map((f) => `## ${f.name}\n${f.content}`)].join("\n\n");
+      // A window that starts inside a tool exchange would be rejected by the API.
+      const firstUser = history.findIndex((t) => t.role === "user");
+      const window = firstUser === -1 ? [] : history.slice(firstUser);
+      const rendered = [...window, ...fresh].map(renderTurn).filter((m): m is ChatMessage => m !== null);
+      return [{ role: "system", content: system }, ...rendered];
+    },
+  };
+}
+
+export type ContextBuilder = ReturnType<typeof createContextBuilder>;

@@ -1,0 +1,46 @@
+import type { Redis } from "ioredis";
+import { parseChatAddress } from "@nahida/contracts";
+import { laneKeyForChat, type InboundMessageRepository, type SessionRepository } from "@nahida/db";
+import type { LaneProducer } from "@nahida/lanes";
+import { PermanentJobError } from "@nahida/queue";
+import { parseCommand } from "../commands/command-router";
+
+export interface MessageReceivedOptions {
+  inbound: InboundMessageRepository;
+  sessions: SessionRepository;
+  lanes: LaneProducer;
+  redis: Redis;
+  /** Pub/sub channel on which `/stop` reaches whichever worker runs the lane. */
+  abortChannel: string;
+  commandPrefix: string;
+}
+
+export type MessageReceivedOutcome = "queued" | "not_addressed" | "for_another_bot";
+
+/**
+ * `inbound/message.received`: decides whether the agent should see a stored message and
+ * puts it in its chat's lane. In groups only addressed messages (mention, reply to the bot,
+ * command) go on, unless the chat's trigger mode is `always`. `/stop` is also broadcast at
+ * once, since the lane itself would only reach it after the run it is meant to stop.
+ */
+export function createMessageReceivedHandler(o: MessageReceivedOptions) {
+  return async function messageReceived({ inboundMessageId }: { inboundMessageId: string }): Promise<MessageReceivedOutcome> {
+    const record = await o.inbound.get(inboundMessageId);
+    if (!record) throw new PermanentJobError(`inbound message ${inboundMessageId} does not exist`);
+    const address = parseChatAddress(record.chatAddress);
+    if (!address.ok) throw new PermanentJobError(address.error.message);
+
+    const fromIngress = record.extra.command as { name: string; addressedToOther?: boolean } | undefined;
+    if (fromIngress?.addressedToOther) return "for_another_bot";
+    const command = fromIngress ?? parseCommand(record.message.text.trim(), o.commandPrefix);
+
+    const chat = await o.sessions.ensureChat(record.chatAddress, record.channel, record.message.chatDisplayName);
+    const addressed = address.value.type === "private" || record.message.mentionsBot || command !== null || chat.triggerMode === "always";
+    if (!addressed) return "not_addressed";
+
+    const laneKey = laneKeyForChat(record.chatAddress);
+    if (command?.name === "stop") await o.redis.publish(o.abortChannel, laneKey);
+    await o.lanes.append(laneKey, "inbound", record.id);
+    return "queued";
+  };
+}

@@ -1,0 +1,58 @@
+import type { ChatAddress, OutboundMessage } from "@nahida/contracts";
+
+/** Where a send stands; parts before `sentParts` were accepted by the platform already. */
+export interface SendProgress {
+  sentParts: number;
+  /** Persists that part `index` was accepted, with the platform's message id. */
+  recordPart(index: number, platformMessageId: string): Promise<void>;
+}
+
+export type ChannelErrorKind = "rate_limited" | "transient" | "permanent";
+
+/**
+ * A failed platform call, classified. Keeps the platform's own fields (`error_code`,
+ * `description`, `retry_after`) and never the token or the payload.
+ */
+export class ChannelSendError extends Error {
+  override name = "ChannelSendError";
+  constructor(
+    readonly kind: ChannelErrorKind,
+    readonly description: string,
+    readonly details: { error_code?: number; retry_after?: number } = {},
+    options?: { cause?: unknown },
+  ) {
+    super(description, options);
+  }
+}
+
+/**
+ * One platform's send side (port). Implementations split a message into parts in a
+ * deterministic way and send only parts from `progress.sentParts` on, so a retried send
+ * never repeats what the platform already accepted.
+ */
+export interface ChannelSender {
+  readonly channel: string;
+  send(target: ChatAddress, message: OutboundMessage, progress: SendProgress): Promise<void>;
+}
+
+/** The channels this deployment can send to. */
+export class ChannelRegistry {
+  private readonly senders = new Map<string, ChannelSender>();
+
+  register(sender: ChannelSender): this {
+    this.senders.set(sender.channel, sender);
+    return this;
+  }
+
+  get(channel: string): ChannelSender | undefined {
+    return this.senders.get(channel);
+  }
+
+  has(channel: string): boolean {
+    return this.senders.has(channel);
+  }
+
+  channels(): string[] {
+    return [...this.senders.keys()];
+  }
+}

@@ -1,0 +1,91 @@
+import { DelayedError, type Job } from "bullmq";
+import type { Redis } from "ioredis";
+import { OutboundMessage, parseChatAddress } from "@nahida/contracts";
+import type { DeliveryRepository } from "@nahida/db";
+import type { Logger } from "@nahida/observability";
+import { PermanentJobError } from "@nahida/queue";
+import { ChannelSendError, type ChannelRegistry } from "./channel-sender";
+
+export interface DeliverMessageOptions {
+  deliveries: DeliveryRepository;
+  registry: ChannelRegistry;
+  redis: Redis;
+  prefix: string;
+  logger: Logger;
+}
+
+export type DeliverOutcome = "sent" | "already_done" | "expired" | "failed";
+
+/** Redis key marking a chat as rate-limited until the key expires. */
+const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:blocked:${target}`;
+
+/**
+ * `outbound/delivery.send`: sends one Delivery row through its channel.
+ * - already sent/failed/expired: no-op (a duplicate job);
+ * - past its TTL while still unsent: expired;
+ * - 429: that chat is blocked for `retry_after` and this job is delayed until then, without
+ *   using an attempt or holding a worker slot; other chats go on;
+ * - 5xx / network: retried with the catalog's exponential backoff;
+ * - other 4xx: failed for good with the platform's description.
+ * Parts accepted before a failure are recorded, so a retry continues after them.
+ */
+export function createDeliverMessageHandler(o: DeliverMessageOptions) {
+  return async function deliver({ deliveryId }: { deliveryId: string }, job: Job, token: string | undefined): Promise<DeliverOutcome> {
+    const row = await o.deliveries.get(deliveryId);
+    if (!row) throw new PermanentJobError(`delivery ${deliveryId} does not exist`);
+    if (row.status === "sent" || row.status === "failed" || row.status === "expired") return "already_done";
+    if (await o.deliveries.expireIfDue(deliveryId)) return "expired";
+
+    const blockedForMs = await o.redis.pttl(blockedKey(o.prefix, row.target));
+    if (blockedForMs > 0 && token) {
+      await job.moveToDelayed(Date.now() + blockedForMs, token);
+      throw new DelayedError();
+    }
+
+    const address = parseChatAddress(row.target);
+    const message = OutboundMessage.safeParse(row.message);
+    if (!address.ok || !message.success) {
+      const reason = !address.ok ? address.error.message : `stored message is invalid: ${message.error?.message}`;
+      await o.deliveries.markFailed(deliveryId, reason);
+      throw new PermanentJobError(reason);
+    }
+    const sender = o.registry.get(address.value.channel);
+    if (!sender) {
+      const reason = `no channel ${JSON.stringify(address.value.channel)} is registered`;
+      await o.deliveries.markFailed(deliveryId, reason);
+      throw new PermanentJobError(reason);
+    }
+
+    const started = await o.deliveries.begin(deliveryId);
+    if (!started) return "already_done";
+    try {
+      await sender.send(address.value, message.data, {
+        sentParts: started.sentParts,
+        recordPart: (index, platformMessageId) => o.deliveries.recordPart(deliveryId, index, platformMessageId),
+      });
+    } catch (error) {
+      const failure = error instanceof ChannelSendError ? error : new ChannelSendError("transient", (error as Error).message);
+      const context = { deliveryId, target: row.target, error_code: failure.details.error_code, description: failure.description };
+      if (failure.kind === "rate_limited" && token) {
+        const waitMs = Math.max(1, failure.details.retry_after ?? 1) * 1000;
+        await o.redis.set(blockedKey(o.prefix, row.target), "1", "PX", waitMs);
+        await o.deliveries.markWaiting(deliveryId, `rate limited: retry after ${waitMs / 1000} s`);
+        o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
+        await job.moveToDelayed(Date.now() + waitMs, token);
+        throw new DelayedError();
+      }
+      if (failure.kind === "permanent") {
+        await o.deliveries.markFailed(deliveryId, failure.description);
+        o.logger.warn(context, "delivery failed permanently");
+        throw new PermanentJobError(failure.description);
+      }
+      const attempts = job.opts.attempts ?? 1;
+      if (job.attemptsMade + 1 >= attempts) await o.deliveries.markFailed(deliveryId, failure.description);
+      else await o.deliveries.markWaiting(deliveryId, failure.description);
+      o.logger.warn({ ...context, attempt: job.attemptsMade + 1 }, "delivery attempt failed");
+      throw failure;
+    }
+    await o.deliveries.markSent(deliveryId);
+    return "sent";
+  };
+}

@@ -1,0 +1,67 @@
+import type { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { DeliveryRepository, type PrismaClient } from "@nahida/db";
+import type { Logger } from "@nahida/observability";
+import { createConsumer, type TypedQueue } from "@nahida/queue";
+import type { ChannelRegistry } from "./channel-sender";
+import { createDeliverMessageHandler } from "./deliver-message.worker";
+
+export interface DeliveryServiceOptions {
+  prisma: PrismaClient;
+  redis: Redis;
+  createConnection: (purpose: string) => Redis;
+  prefix: string;
+  outboundQueue: TypedQueue<"outbound">;
+  registry: ChannelRegistry;
+  concurrency: number;
+  /** How often queued deliveries without a job are looked for. */
+  sweepIntervalMs?: number;
+  /** A delivery waiting longer than this is re-enqueued (its job id keeps it single). */
+  staleAfterMs?: number;
+  logger: Logger;
+}
+
+export interface RunningDelivery {
+  stop(): Promise<void>;
+}
+
+export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningDelivery> {
+  const deliveries = new DeliveryRepository(o.prisma);
+  const connection = o.createConnection("outbound-worker");
+  const worker: Worker = createConsumer(
+    "outbound",
+    { "delivery.send": createDeliverMessageHandler({ deliveries, registry: o.registry, redis: o.redis, prefix: o.prefix, logger: o.logger }) },
+    {
+      connection,
+      prefix: o.prefix,
+      concurrency: o.concurrency,
+      onError: (error) => o.logger.error({ err: error.message }, "outbound worker error"),
+    },
+  );
+
+  // Outbox sweep: a producer that crashed between its commit and its enqueue leaves a
+  // queued row with no job. Re-adding under the delivery id is a no-op when the job exists.
+  const interval = o.sweepIntervalMs ?? 10_000;
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = async () => {
+    try {
+      for (const deliveryId of await deliveries.stale(o.staleAfterMs ?? 30_000, 500)) {
+        await o.outboundQueue.add("delivery.send", { deliveryId }, { jobId: deliveryId });
+      }
+    } catch (error) {
+      o.logger.warn({ err: (error as Error).message }, "delivery sweep failed");
+    }
+    timer = setTimeout(sweep, interval);
+    timer.unref();
+  };
+  timer = setTimeout(sweep, interval);
+  timer.unref();
+
+  return {
+    async stop() {
+      clearTimeout(timer);
+      await worker.close();
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import { Api, GrammyError, HttpError, InputFile } from "grammy";
+import type { Attachment, ChatAddress, OutboundMessage } from "@nahida/contracts";
+import { resolveWorkspacePath } from "@nahida/workspace";
+import { ChannelSendError, type ChannelSender, type SendProgress } from "../channel-sender";
+import { renderTelegramChunks } from "./telegram-text";
+
+export interface TelegramSenderOptions {
+  token: string;
+  apiRoot: string;
+  /** Attachments given as paths are resolved inside this directory. */
+  workspaceDir?: string;
+}
+
+type Part = { kind: "text"; html: string; plain: string } | { kind: "attachment"; attachment: Attachment };
+
+/** Maps a Telegram failure onto retry classes; 429 keeps `retry_after`. */
+export function classifyTelegramError(error: unknown): ChannelSendError {
+  if (error instanceof ChannelSendError) return error;
+  if (error instanceof GrammyError) {
+    const details = { error_code: error.error_code, ...(error.parameters.retry_after !== undefined ? { retry_after: error.parameters.retry_after } : {}) };
+    if (error.error_code === 429) return new ChannelSendError("rate_limited", error.description, details, { cause: error });
+    if (error.error_code >= 500) return new ChannelSendError("transient", error.description, details, { cause: error });
+    return new ChannelSendError("permanent", error.description, details, { cause: error });
+  }
+  if (error instanceof HttpError) return new ChannelSendError("transient", `network error: ${(error.error as Error)?.message ?? error.message}`, {}, { cause: error });
+  return new ChannelSendError("transient", (error as Error)?.message ?? String(error), {}, { cause: error });
+}
+
+const isEntityError = (error: unknown) =>
+  error instanceof GrammyError && error.error_code === 400 && /can't parse entities|unsupported start tag|can't find end/i.test(error.description);
+
+/**
+ * Telegram sender: Markdown text rendered to Telegram HTML in chunks under 4096 characters
+ * (a chunk Telegram rejects for its entities is resent as plain text), then attachments.
+ * reply_to goes on the first part only; a forum topic (the address thread) on every part.
+ */
+export class TelegramSender implements ChannelSender {
+  readonly channel = "telegram";
+  private readonly api: Api;
+
+  constructor(private readonly o: TelegramSenderOptions) {
+    this.api = new Api(o.token, { apiRoot: o.apiRoot });
+  }
+
+  async send(target: ChatAddress, message: OutboundMessage, progress: SendProgress): Promise<void> {
+    const parts: Part[] = [
+      ...(message.text.trim() ? renderTelegramChunks(message.text).map((c) => ({ kind: "text" as const, html: c.html, plain: c.plain })) : []),
+      ...message.attachments.map((attachment) => ({ kind: "attachment" as const, attachment })),
+    ];
+    for (let index = progress.sentParts; index < parts.length; index++) {
+      const common = {
+        ...(target.thread !== undefined ? { message_thread_id: Number(target.thread) } : {}),
+        ...(index === 0 && message.replyTo ? { reply_parameters: { message_id: Number(message.replyTo), allow_sending_without_reply: true } } : {}),
+      };
+      let messageId: number;
+      try {
+        messageId = await this.sendPart(target.id, parts[index]!, common);
+      } catch (error) {
+        throw classifyTelegramError(error);
+      }
+      await progress.recordPart(index, String(messageId));
+    }
+  }
+
+  private async sendPart(chatId: string, part: Part, common: Record<string, unknown>): Promise<number> {
+    if (part.kind === "text") {
+      try {
+        return (await this.api.sendMessage(chatId, part.html, { ...common, parse_mode: "HTML" })).message_id;
+      } catch (error) {
+        if (!isEntityError(error)) throw error;
+        return (await this.api.sendMessage(chatId, part.plain, common)).message_id;
+      }
+    }
+    const { attachment } = part;
+    const file = await this.fileFor(attachment);
+    const extra = { ...common, ...(attachment.caption ? { caption: attachment.caption } : {}) };
+    switch (attachment.type) {
+      case "photo":
+        return (await this.api.sendPhoto(chatId, file, extra)).message_id;
+      case "document":
+        return (await this.api.sendDocument(chatId, file, extra)).message_id;
+      case "audio":
+        return (await this.api.sendAudio(chatId, file, extra)).message_id;
+      case "video":
+        return (await this.api.sendVideo(chatId, file, extra)).message_id;
+    }
+  }
+
+  private async fileFor(attachment: Attachment): Promise<InputFile | string> {
+    if (attachment.fileId) return attachment.fileId;
+    if (attachment.url) return attachment.url;
+    if (!attachment.path) throw new ChannelSendError("permanent", "attachment has no path, url or fileId");
+    if (!this.o.workspaceDir) throw new ChannelSendError("permanent", "attachment paths need NAHIDA_WORKSPACE_DIR");
+    const resolved = await resolveWorkspacePath(this.o.workspaceDir, attachment.path);
+    if (!resolved.ok) throw new ChannelSendError("permanent", resolved.error.message);
+    return new InputFile(resolved.value, attachment.filename);
+  }
+}

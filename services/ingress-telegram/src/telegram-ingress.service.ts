@@ -1,0 +1,118 @@
+import { createHash, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import Fastify, { type FastifyBaseLogger } from "fastify";
+import { Api, GrammyError } from "grammy";
+import type { Redis } from "ioredis";
+import { InboundMessageRepository, type PrismaClient } from "@nahida/db";
+import type { Logger } from "@nahida/observability";
+import type { TypedQueue } from "@nahida/queue";
+import { ChatAdminsCache } from "./chat-admins.cache";
+import { RedisLeadership } from "./poller-leadership";
+import { TelegramPoller } from "./telegram-poller";
+import { createTelegramUpdateHandler } from "./telegram-update.handler";
+import { telegramWebhookRoute } from "./telegram-webhook.route";
+import type { TelegramBotIdentity } from "./telegram.normalizer";
+
+export interface TelegramIngressOptions {
+  token: string;
+  apiRoot: string;
+  mode: "polling" | "webhook";
+  prisma: PrismaClient;
+  redis: Redis;
+  inboundQueue: TypedQueue<"inbound">;
+  /** Queue prefix; namespaces the poller lock and offset in Redis. */
+  prefix: string;
+  logger: Logger;
+  pollTimeoutSeconds?: number;
+  /** Poller lease; a dead leader is replaced after at most this long. */
+  leaderTtlMs?: number;
+  webhook?: { host: string; port: number; secret: string; publicUrl?: string; bodyLimitBytes?: number };
+}
+
+export interface RunningTelegramIngress {
+  bot: TelegramBotIdentity;
+  /** Where the webhook listens (webhook mode). */
+  webhookAddress?: string;
+  poller?: TelegramPoller;
+  stop(): Promise<void>;
+}
+
+/** A Telegram API failure at start, worth one line naming the variable to fix. */
+export class TelegramStartError extends Error {
+  override name = "TelegramStartError";
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function whoAmI(api: Api): Promise<TelegramBotIdentity> {
+  try {
+    const me = await api.getMe();
+    return { id: me.id, username: me.username };
+  } catch (error) {
+    if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
+      throw new TelegramStartError("TELEGRAM_BOT_TOKEN", `Telegram rejected the bot token (${error.error_code} ${error.description})`);
+    }
+    throw new TelegramStartError("TELEGRAM_API_ROOT", `cannot reach the Telegram Bot API: ${(error as Error).message}`);
+  }
+}
+
+export async function startTelegramIngress(o: TelegramIngressOptions): Promise<RunningTelegramIngress> {
+  const api = new Api(o.token, { apiRoot: o.apiRoot });
+  const bot = await whoAmI(api);
+  const logger = o.logger.child({ bot: bot.username });
+  const acceptUpdate = createTelegramUpdateHandler({
+    bot,
+    inbound: new InboundMessageRepository(o.prisma),
+    queue: o.inboundQueue,
+    admins: new ChatAdminsCache(api),
+  });
+
+  if (o.mode === "polling") {
+    // Keyed by a hash of the token: one poller per bot, and no token in Redis keys.
+    const tokenId = createHash("sha256").update(o.token).digest("hex").slice(0, 16);
+    const poller = new TelegramPoller({
+      api,
+      leadership: new RedisLeadership(
+        o.redis,
+        `${o.prefix}:telegram:poller:${tokenId}`,
+        `${hostname()}:${process.pid}:${randomUUID()}`,
+        o.leaderTtlMs ?? 15_000,
+      ),
+      redis: o.redis,
+      offsetKey: `${o.prefix}:telegram:offset:${tokenId}`,
+      acceptUpdate,
+      pollTimeoutSeconds: o.pollTimeoutSeconds ?? 25,
+      logger,
+    });
+    poller.start();
+    return { bot, poller, stop: () => poller.stop() };
+  }
+
+  if (!o.webhook) throw new TelegramStartError("TELEGRAM_WEBHOOK_SECRET", "webhook mode needs TELEGRAM_WEBHOOK_SECRET");
+  const webhook = o.webhook;
+  const server = Fastify({
+    loggerInstance: logger.child({ scope: "telegram-webhook" }) as unknown as FastifyBaseLogger,
+    bodyLimit: webhook.bodyLimitBytes ?? 1024 * 1024,
+  });
+  server.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
+    const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status >= 500) request.log.error({ err: error }, "webhook update failed");
+    return reply.status(status).send({
+      error: { code: status === 413 ? "payload_too_large" : status >= 500 ? "internal" : "bad_request", message: status >= 500 ? "internal error" : error.message },
+    });
+  });
+  await server.register(telegramWebhookRoute, { path: "/telegram/webhook", secret: webhook.secret, acceptUpdate, logger });
+  const address = await server.listen({ host: webhook.host, port: webhook.port });
+  if (webhook.publicUrl) {
+    await api.setWebhook(webhook.publicUrl, {
+      secret_token: webhook.secret,
+      allowed_updates: ["message", "channel_post", "edited_message", "callback_query"],
+    });
+    logger.info({ url: webhook.publicUrl }, "telegram webhook registered");
+  }
+  return { bot, webhookAddress: address, stop: () => server.close() };
+}

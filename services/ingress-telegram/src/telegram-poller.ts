@@ -1,0 +1,136 @@
+import { GrammyError, HttpError, type Api } from "grammy";
+import type { Update } from "grammy/types";
+import type { Redis } from "ioredis";
+import type { Logger } from "@nahida/observability";
+import type { RedisLeadership } from "./poller-leadership";
+import type { AcceptUpdate } from "./telegram-update.handler";
+
+export interface TelegramPollerOptions {
+  api: Api;
+  /** One poller per bot token, or Telegram answers 409 to the second one. */
+  leadership: RedisLeadership;
+  redis: Redis;
+  /** Where the next offset is kept, so a new leader resumes instead of starting over. */
+  offsetKey: string;
+  acceptUpdate: AcceptUpdate;
+  pollTimeoutSeconds: number;
+  logger: Logger;
+}
+
+// grammY types its signal parameter with the abort-controller polyfill; Node's is compatible.
+type GrammySignal = Parameters<Api["getUpdates"]>[1];
+
+const ALLOWED_UPDATES = ["message", "channel_post", "edited_message", "callback_query"] as const;
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+
+/**
+ * Long polling with leadership. Replicas that are not the leader wait and retry; the
+ * leader polls, stores every update before confirming it (the next offset), renews its
+ * lease, and aborts its poll the moment it loses the lease.
+ */
+export class TelegramPoller {
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | undefined;
+  private leading = false;
+
+  constructor(private readonly o: TelegramPollerOptions) {}
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.loop;
+    if (this.leading) await this.o.leadership.release().catch(() => undefined);
+    this.leading = false;
+  }
+
+  private async run(): Promise<void> {
+    const { logger } = this.o;
+    const stop = this.stopping.signal;
+    while (!stop.aborted) {
+      try {
+        if (!(await this.o.leadership.tryAcquire())) {
+          await sleep(this.o.leadership.ttlMs / 3, stop);
+          continue;
+        }
+        logger.info("became the Telegram poller for this bot");
+        this.leading = true;
+        await this.lead();
+      } catch (error) {
+        logger.warn({ err: (error as Error).message }, "telegram polling error");
+        await sleep(2_000, stop);
+      } finally {
+        if (this.leading) logger.info("stopped being the Telegram poller");
+        this.leading = false;
+      }
+    }
+  }
+
+  private async lead(): Promise<void> {
+    const { api, leadership, logger } = this.o;
+    const lost = new AbortController();
+    const signal = AbortSignal.any([lost.signal, this.stopping.signal]);
+    const renewal = setInterval(() => {
+      leadership
+        .renew()
+        .then((held) => {
+          if (!held) lost.abort();
+        })
+        .catch(() => lost.abort());
+    }, leadership.ttlMs / 3);
+    try {
+      // getUpdates answers 409 while a webhook is set.
+      await api.deleteWebhook({ drop_pending_updates: false }, signal as GrammySignal);
+      let offset = Number((await this.o.redis.get(this.o.offsetKey)) ?? 0) || undefined;
+      let failures = 0;
+      while (!signal.aborted) {
+        let updates: Update[];
+        try {
+          updates = await api.getUpdates(
+            { offset, timeout: this.o.pollTimeoutSeconds, allowed_updates: [...ALLOWED_UPDATES] },
+            signal as GrammySignal,
+          );
+          failures = 0;
+        } catch (error) {
+          if (signal.aborted) break;
+          failures++;
+          if (error instanceof GrammyError && error.error_code === 409) {
+            logger.warn({ description: error.description }, "getUpdates conflict: another poller or a webhook is active");
+          } else if (error instanceof GrammyError || error instanceof HttpError) {
+            logger.warn({ err: error.message }, "getUpdates failed");
+          } else {
+            throw error;
+          }
+          await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), signal);
+          continue;
+        }
+        for (const update of updates) {
+          // Stored before it is confirmed: a crash here means Telegram sends it again,
+          // and the update_id dedupe keeps it single.
+          const outcome = await this.o.acceptUpdate(update);
+          if (outcome.kind === "ignored") logger.debug({ update_id: update.update_id, reason: outcome.reason }, "update ignored");
+          offset = update.update_id + 1;
+        }
+        if (updates.length > 0) await this.o.redis.set(this.o.offsetKey, String(offset));
+      }
+    } finally {
+      clearInterval(renewal);
+      if (lost.signal.aborted) logger.warn("lost the Telegram poller lease");
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./launcher.env";
+export * from "./nahida";
+export * from "./preflight";

@@ -1,0 +1,172 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { createOpenAiLlm, startAgentWorker } from "@nahida/agent-worker";
+import { createDatabase, type Database } from "@nahida/db";
+import { ChannelRegistry, TelegramSender, startDelivery } from "@nahida/delivery";
+import { startGateway } from "@nahida/gateway";
+import { TelegramStartError, startTelegramIngress } from "@nahida/ingress-telegram";
+import type { Logger } from "@nahida/observability";
+import { TypedQueue, createRedis } from "@nahida/queue";
+import type { LauncherEnv, ServiceName } from "./launcher.env";
+import { PreflightError, checkRedis, preparePostgres } from "./preflight";
+
+interface Stoppable {
+  name: string;
+  stop(): Promise<void>;
+}
+
+export interface RunningNahida {
+  services: ServiceName[];
+  /** http://host:port of the gateway, when it runs. */
+  gatewayAddress?: string;
+  telegramWebhookAddress?: string;
+  db: Database;
+  stop(): Promise<void>;
+}
+
+/** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
+export async function startNahida(env: LauncherEnv, logger: Logger): Promise<RunningNahida> {
+  await Promise.all([preparePostgres(env.DATABASE_URL, (message) => logger.info(message)), checkRedis(env.REDIS_URL)]);
+
+  const instance = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const db = createDatabase({ url: env.DATABASE_URL, onPoolError: (e) => logger.warn({ err: e.message }, "postgres pool error") });
+  const connections: Redis[] = [];
+  const createConnection = (purpose: string, blocking = true) => {
+    const redis = createRedis({ url: env.REDIS_URL, blocking, connectionName: `nahida:${purpose}:${instance}` });
+    redis.on("error", (e) => logger.warn({ err: e.message, purpose }, "redis error"));
+    connections.push(redis);
+    return redis;
+  };
+  const redis = createConnection("shared", false);
+  const prefix = env.NAHIDA_QUEUE_PREFIX;
+  const queues = {
+    inbound: new TypedQueue("inbound", { connection: redis, prefix }),
+    lanes: new TypedQueue("lanes", { connection: redis, prefix }),
+    outbound: new TypedQueue("outbound", { connection: redis, prefix }),
+  };
+
+  const registry = new ChannelRegistry();
+  if (env.TELEGRAM_BOT_TOKEN) {
+    registry.register(
+      new TelegramSender({
+        token: env.TELEGRAM_BOT_TOKEN,
+        apiRoot: env.TELEGRAM_API_ROOT,
+        ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
+      }),
+    );
+  }
+
+  const running: Stoppable[] = [];
+  const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, stop: async () => undefined };
+  const starters: Record<ServiceName, () => Promise<Stoppable>> = {
+    gateway: async () => {
+      const gateway = await startGateway({
+        host: env.GATEWAY_HOST,
+        port: env.GATEWAY_PORT,
+        bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
+        db,
+        redis,
+        logger: logger.child({ component: "gateway" }),
+      });
+      result.gatewayAddress = gateway.address;
+      logger.info({ address: gateway.address }, "gateway listening");
+      return { name: "gateway", stop: gateway.stop };
+    },
+    "ingress-telegram": async () => {
+      try {
+        const ingress = await startTelegramIngress({
+          token: env.TELEGRAM_BOT_TOKEN!,
+          apiRoot: env.TELEGRAM_API_ROOT,
+          mode: env.TELEGRAM_MODE,
+          prisma: db.prisma,
+          redis,
+          inboundQueue: queues.inbound,
+          prefix,
+          pollTimeoutSeconds: env.TELEGRAM_POLL_TIMEOUT_SECONDS,
+          logger: logger.child({ component: "ingress-telegram" }),
+          ...(env.TELEGRAM_WEBHOOK_SECRET
+            ? {
+                webhook: {
+                  host: env.TELEGRAM_WEBHOOK_HOST,
+                  port: env.TELEGRAM_WEBHOOK_PORT,
+                  secret: env.TELEGRAM_WEBHOOK_SECRET,
+                  ...(env.TELEGRAM_WEBHOOK_URL ? { publicUrl: env.TELEGRAM_WEBHOOK_URL } : {}),
+                },
+              }
+            : {}),
+        });
+        if (ingress.webhookAddress) result.telegramWebhookAddress = ingress.webhookAddress;
+        logger.info({ bot: ingress.bot.username, mode: env.TELEGRAM_MODE, webhook: ingress.webhookAddress }, "telegram ingress started");
+        return { name: "ingress-telegram", stop: ingress.stop };
+      } catch (error) {
+        if (error instanceof TelegramStartError) throw new PreflightError(error.variable, error.message);
+        throw error;
+      }
+    },
+    "agent-worker": async () => {
+      const llmConfigured = env.OPENAI_BASE_URL !== undefined || env.OPENAI_API_KEY !== undefined;
+      const worker = await startAgentWorker({
+        prisma: db.prisma,
+        redis,
+        createConnection: (purpose) => createConnection(purpose),
+        prefix,
+        queues,
+        workerId: instance,
+        llm: llmConfigured
+          ? createOpenAiLlm({
+              baseURL: env.OPENAI_BASE_URL ?? "https://api.openai.com/v1",
+              apiKey: env.OPENAI_API_KEY ?? "not-needed",
+              model: env.OPENAI_MODEL,
+            })
+          : null,
+        ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
+        timeZone: env.NAHIDA_TIMEZONE,
+        maxIterations: env.AGENT_MAX_ITERATIONS,
+        historyTurns: env.AGENT_HISTORY_TURNS,
+        commandTimeoutMs: env.AGENT_COMMAND_TIMEOUT_MS,
+        concurrency: env.AGENT_CONCURRENCY,
+        leaseMs: env.LANE_LEASE_MS,
+        deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
+        logger: logger.child({ component: "agent-worker" }),
+      });
+      if (!llmConfigured) logger.warn("no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
+      return { name: "agent-worker", stop: worker.stop };
+    },
+    delivery: async () => {
+      const delivery = await startDelivery({
+        prisma: db.prisma,
+        redis,
+        createConnection: (purpose) => createConnection(purpose),
+        prefix,
+        outboundQueue: queues.outbound,
+        registry,
+        concurrency: env.DELIVERY_CONCURRENCY,
+        logger: logger.child({ component: "delivery" }),
+      });
+      logger.info({ channels: registry.channels() }, "delivery started");
+      return { name: "delivery", stop: delivery.stop };
+    },
+  };
+
+  const closeClients = async () => {
+    await Promise.all(Object.values(queues).map((q) => q.close().catch(() => undefined)));
+    await db.close();
+    for (const connection of connections) connection.disconnect();
+  };
+  try {
+    for (const name of env.NAHIDA_SERVICES) running.push(await starters[name]());
+  } catch (error) {
+    for (const service of running.reverse()) await service.stop().catch(() => undefined);
+    await closeClients();
+    throw error;
+  }
+
+  result.stop = async () => {
+    for (const service of [...running].reverse()) {
+      await service.stop().catch((e) => logger.error({ service: service.name, err: (e as Error).message }, "stop failed"));
+    }
+    await closeClients();
+  };
+  return result;
+}

@@ -1,0 +1,70 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { formatEnvIssues, parseEnv } from "@nahida/config";
+import { launcherEnvSchema, startNahida, type RunningNahida } from "@nahida/launcher";
+import { createLogger } from "@nahida/observability";
+import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
+import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName } from "./infra";
+import { freePort } from "./ports";
+
+export const TEST_BOT_TOKEN = "7000000001:TEST-token_abc";
+
+export interface Harness {
+  nahida: RunningNahida;
+  telegram: FakeTelegram;
+  openai: FakeOpenAI;
+  workspaceDir: string;
+  databaseUrl: string;
+  prefix: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The real services in this process (the same composition `npm start` builds), with a
+ * fresh database and queue prefix, pointed at fake Telegram and OpenAI servers through
+ * configuration only.
+ */
+export async function startHarness(label: string, env: Record<string, string> = {}): Promise<Harness> {
+  const telegram = await startFakeTelegram({ botUsername: "nahida_test_bot", botId: 7000000001 });
+  const openai = await startFakeOpenAI();
+  const workspaceDir = await mkdtemp(join(tmpdir(), "nahida-ws-"));
+  const url = new URL(TEST_POSTGRES_URL);
+  url.pathname = `/nahida_t_${uniqueName(label)}`;
+  const prefix = testQueuePrefix(label);
+  const parsed = parseEnv(launcherEnvSchema, {
+    DATABASE_URL: url.toString(),
+    REDIS_URL: TEST_REDIS_URL,
+    NAHIDA_QUEUE_PREFIX: prefix,
+    GATEWAY_PORT: String(await freePort()),
+    TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    TELEGRAM_POLL_TIMEOUT_SECONDS: "1",
+    TELEGRAM_WEBHOOK_PORT: String(await freePort()),
+    OPENAI_BASE_URL: openai.baseURL,
+    OPENAI_API_KEY: "test-key",
+    OPENAI_MODEL: "fake-model",
+    NAHIDA_WORKSPACE_DIR: workspaceDir,
+    NAHIDA_TIMEZONE: "Asia/Shanghai",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...env,
+  });
+  if (!parsed.ok) throw new Error(formatEnvIssues(parsed.error));
+  const nahida = await startNahida(parsed.value, createLogger({ level: parsed.value.LOG_LEVEL, service: `test-${label}` }));
+  return {
+    nahida,
+    telegram,
+    openai,
+    workspaceDir,
+    databaseUrl: url.toString(),
+    prefix,
+    async close() {
+      await nahida.stop();
+      await telegram.close();
+      await openai.close();
+      await clearQueuePrefix(TEST_REDIS_URL, prefix);
+      await dropDatabase(url.toString());
+    },
+  };
+}
