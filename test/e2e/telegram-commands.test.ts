@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { startHarness, type Harness } from "../support/nahida-harness";
+import { waitFor } from "../support/infra";
+import { privateText } from "./telegram-fixtures";
+
+async function sentTo(h: Harness, chatId: number, count: number, timeoutMs = 15_000) {
+  return waitFor(async () => (h.telegram.sent(chatId).length >= count ? h.telegram.sent(chatId) : undefined), timeoutMs, `${count} send(s) to ${chatId}`);
+}
+
+describe("built-in commands end to end", () => {
+  let h: Harness;
+  let db: pg.Pool;
+  beforeAll(async () => {
+    h = await startHarness("e2e_commands");
+    db = new pg.Pool({ connectionString: h.databaseUrl, max: 2 });
+  });
+  afterAll(async () => {
+    await db?.end();
+    await h?.close();
+  });
+
+  it("/stop cancels the reply in progress; the user's message is kept and nothing is sent for it", async () => {
+    const chat = 400000001;
+    h.openai.enqueue({ content: "a very slow answer", delayMs: 8_000 });
+    h.telegram.pushUpdate(privateText(chat, "write me an essay"));
+    await waitFor(async () => h.openai.requests.some((r) => JSON.stringify(r.body.messages).includes("write me an essay")), 10_000, "the LLM call");
+    const t0 = Date.now();
+    h.telegram.pushUpdate(privateText(chat, "/stop"));
+    const [stopped] = await sentTo(h, chat, 1);
+    expect(stopped!.params.text).toBe("Stopped the reply in progress.");
+    expect(Date.now() - t0).toBeLessThan(6_000);
+    const turns = await db.query(
+      `SELECT t.role, t.content FROM turns t JOIN chats c ON c.current_session_id = t.session_id WHERE c.address = $1 ORDER BY t.seq`,
+      [`telegram:private:${chat}`],
+    );
+    expect(turns.rows).toEqual([{ role: "user", content: "write me an essay" }]);
+
+    h.telegram.pushUpdate(privateText(chat, "/stop"));
+    const [, nothing] = await sentTo(h, chat, 2);
+    expect(nothing!.params.text).toBe("Nothing was running.");
+  });
+
+  it("/new rotates the chat to a fresh session without the old history; /reset clears the current one", async () => {
+    const chat = 400000002;
+    h.openai.enqueue({ content: "first answer" });
+    h.telegram.pushUpdate(privateText(chat, "remember the number 7"));
+    await sentTo(h, chat, 1);
+    const before = (await db.query("SELECT current_session_id FROM chats WHERE address = $1", [`telegram:private:${chat}`])).rows[0].current_session_id;
+
+    h.telegram.pushUpdate(privateText(chat, "/new"));
+    const [, rotated] = await sentTo(h, chat, 2);
+    expect(rotated!.params.text).toMatch(/^Started a new session \([0-9a-f]{8}\)\.$/);
+    const after = (await db.query("SELECT current_session_id FROM chats WHERE address = $1", [`telegram:private:${chat}`])).rows[0].current_session_id;
+    expect(after).not.toBe(before);
+
+    h.openai.enqueue({ content: "fresh answer" });
+    const count = h.openai.requests.length;
+    h.telegram.pushUpdate(privateText(chat, "what number?"));
+    await sentTo(h, chat, 3);
+    const messages = h.openai.requests[count]!.body.messages as { role: string; content: string }[];
+    expect(messages.filter((m) => m.role !== "system").map((m) => m.content.split("\n").at(-1))).toEqual(["what number?"]);
+
+    h.telegram.pushUpdate(privateText(chat, "/reset"));
+    const [, , , reset] = await sentTo(h, chat, 4);
+    expect(reset!.params.text).toBe("Cleared this session's history (2 turns).");
+    expect((await db.query("SELECT count(*)::int AS n FROM turns WHERE session_id = $1", [after])).rows[0].n).toBe(0);
+    expect((await db.query("SELECT count(*)::int AS n FROM turns WHERE session_id = $1", [before])).rows[0].n).toBe(2);
+  });
+
+  it("/trigger always makes the bot answer unaddressed group messages", async () => {
+    const group = -100400000003;
+    const message = (text: string, id: number) => ({
+      message: { message_id: id, from: { id: 1, is_bot: false, first_name: "Bob" }, chat: { id: group, title: "G", type: "group" }, date: 1778400300, text },
+    });
+    h.telegram.pushUpdate(message("/trigger always", 1));
+    const [ack] = await sentTo(h, group, 1);
+    expect(ack!.params.text).toBe("I will answer every message in this chat.");
+    h.openai.enqueue({ content: "I hear you." });
+    h.telegram.pushUpdate(message("anyone around?", 2));
+    const [, answer] = await sentTo(h, group, 2);
+    expect(answer!.params.text).toBe("I hear you.");
+  });
+});
+
+describe("without an LLM configured", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("e2e_no_llm", { OPENAI_BASE_URL: "", OPENAI_API_KEY: "" });
+  });
+  afterAll(async () => h?.close());
+
+  it("still runs commands and answers free text with a configuration hint", async () => {
+    const chat = 400000004;
+    h.telegram.pushUpdate(privateText(chat, "/model"));
+    const [model] = await sentTo(h, chat, 1);
+    expect(model!.params.text).toBe("No language model is configured.");
+    h.telegram.pushUpdate(privateText(chat, "hello?"));
+    const [, hint] = await sentTo(h, chat, 2);
+    expect(hint!.params.text).toContain("OPENAI_BASE_URL");
+    expect(h.openai.requests).toEqual([]);
+  });
+});

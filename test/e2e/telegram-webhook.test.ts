@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { startHarness, type Harness } from "../support/nahida-harness";
+import { waitFor } from "../support/infra";
+import { freePort } from "../support/ports";
+import { fixture, privateText } from "./telegram-fixtures";
+
+const SECRET = "webhook-Secret_123";
+
+describe("Telegram webhook mode end to end", () => {
+  let h: Harness;
+  let db: pg.Pool;
+  let url: string;
+  const countInbound = async () => (await db.query("SELECT count(*)::int AS n FROM inbound_messages")).rows[0].n as number;
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}/telegram/webhook`;
+    h = await startHarness("e2e_webhook", {
+      TELEGRAM_MODE: "webhook",
+      TELEGRAM_WEBHOOK_SECRET: SECRET,
+      TELEGRAM_WEBHOOK_PORT: String(port),
+      TELEGRAM_WEBHOOK_URL: url,
+    });
+    db = new pg.Pool({ connectionString: h.databaseUrl, max: 2 });
+  });
+  afterAll(async () => {
+    await db?.end();
+    await h?.close();
+  });
+
+  it("registers the webhook with its secret and never polls", async () => {
+    expect(h.telegram.webhookUrl).toBe(url);
+    expect(h.telegram.webhookSecret).toBe(SECRET);
+    expect(h.telegram.callsTo("getUpdates")).toEqual([]);
+  });
+
+  it("answers 401 to a wrong or missing secret and stores nothing", async () => {
+    const body = JSON.stringify({ update_id: 1, ...privateText(300000001, "hi") });
+    expect((await post(body, { "x-telegram-bot-api-secret-token": "wrong" })).status).toBe(401);
+    expect((await post(body)).status).toBe(401);
+    expect(await countInbound()).toBe(0);
+  });
+
+  it("answers 400 to malformed bodies and 413 to oversize ones, storing nothing", async () => {
+    const auth = { "x-telegram-bot-api-secret-token": SECRET };
+    for (const body of ["not json", "[]", "{}", '{"update_id":"x"}', "null"]) {
+      const res = await post(body, auth);
+      expect(res.status, body).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: "bad_request" } });
+    }
+    const huge = JSON.stringify({ update_id: 2, message: { text: "x".repeat(2 * 1024 * 1024) } });
+    expect((await post(huge, auth)).status).toBe(413);
+    expect(await countInbound()).toBe(0);
+  });
+
+  it("stores, answers, and ignores a redelivery of the same update", async () => {
+    h.openai.enqueue({ content: "Hello from the webhook." });
+    const update = { update_id: 900000001, ...fixture("private-text") };
+    expect(await h.telegram.deliverWebhook(update)).toBe(200);
+    expect(await h.telegram.deliverWebhook(update)).toBe(200);
+    const sends = await waitFor(async () => (h.telegram.sent(123456789).length >= 1 ? h.telegram.sent(123456789) : undefined), 15_000, "the reply");
+    expect(sends[0]!.params.text).toBe("Hello from the webhook.");
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(h.telegram.sent(123456789).length).toBe(1);
+    expect(await countInbound()).toBe(1);
+  });
+
+  it("acknowledges updates it does not handle without storing them", async () => {
+    expect(await h.telegram.deliverWebhook({ update_id: 900000002, ...fixture("callback-query") })).toBe(200);
+    expect(await h.telegram.deliverWebhook({ update_id: 900000003, ...fixture("edited-message") })).toBe(200);
+    expect(await countInbound()).toBe(1);
+  });
+});
