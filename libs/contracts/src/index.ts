@@ -4,3 +4,5 @@ export * from "./messages";
 export * from "./job-catalog";
 export * from "./errors";
 export * from "./lanes";
+export * from "./api";
+export * from "./history-view";

@@ -7,5 +7,9 @@ export const gatewayEnvSchema = z.object({
   GATEWAY_PORT: port.default(8080),
   /** Largest accepted request body in bytes (413 above it). */
   GATEWAY_BODY_LIMIT_BYTES: z.coerce.number({ message: "must be a number of bytes" }).int().min(1024).max(100 * 1024 * 1024).default(1024 * 1024),
+  /** Bootstraps an admin API token with this secret (at least 16 characters). */
+  NAHIDA_API_TOKEN: z.string().min(16, "must be at least 16 characters").max(512).regex(/^[A-Za-z0-9._~+/=-]+$/, "must be a bearer token (letters, digits, . _ ~ + / = -)").optional(),
+  /** Requests per minute per API token, shared by all gateway replicas. */
+  NAHIDA_API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
 });
 export type GatewayEnv = z.infer<typeof gatewayEnvSchema>;

@@ -1,8 +1,10 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
-import type { Database } from "@nahida/db";
+import { ApiTokenRepository, type Database } from "@nahida/db";
+import type { TypedQueue } from "@nahida/queue";
 import type { Logger } from "@nahida/observability";
 import { app } from "./app";
+import { createSendService } from "./services/send.service";
 
 export interface GatewayOptions {
   host: string;
@@ -12,6 +14,15 @@ export interface GatewayOptions {
   db: Database;
   redis: Redis;
   logger: Logger;
+  outbound: TypedQueue<"outbound">;
+  prefix: string;
+  /** Channels the delivery service can send to (targets of other channels get 404). */
+  channels: string[];
+  workspaceDir?: string;
+  deliveryTtlMs: number;
+  rateLimitPerMinute: number;
+  /** NAHIDA_API_TOKEN: bootstraps one admin token. */
+  bootstrapToken?: string;
 }
 
 export interface RunningGateway {
@@ -41,11 +52,27 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
   });
+  const tokens = new ApiTokenRepository(options.db.prisma);
+  if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
       { name: "postgres", check: () => options.db.checkReady() },
       { name: "redis", check: () => pingRedis(options.redis, 2_000) },
     ],
+    api: {
+      prisma: options.db.prisma,
+      tokens,
+      redis: options.redis,
+      prefix: options.prefix,
+      rateLimitPerMinute: options.rateLimitPerMinute,
+      send: createSendService({
+        prisma: options.db.prisma,
+        outbound: options.outbound,
+        channels: options.channels,
+        deliveryTtlMs: options.deliveryTtlMs,
+        ...(options.workspaceDir ? { workspaceDir: options.workspaceDir } : {}),
+      }),
+    },
   });
   const address = await server.listen({ host: options.host, port: options.port });
   return {

@@ -68,6 +68,13 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
         db,
         redis,
         logger: logger.child({ component: "gateway" }),
+        outbound: queues.outbound,
+        prefix,
+        channels: registry.channels(),
+        deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
+        rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
+        ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
+        ...(env.NAHIDA_API_TOKEN ? { bootstrapToken: env.NAHIDA_API_TOKEN } : {}),
       });
       result.gatewayAddress = gateway.address;
       logger.info({ address: gateway.address }, "gateway listening");

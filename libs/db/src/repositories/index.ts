@@ -2,3 +2,4 @@ export * from "./inbound-message.repository";
 export * from "./session.repository";
 export * from "./turn.repository";
 export * from "./delivery.repository";
+export * from "./api-token.repository";

@@ -55,6 +55,20 @@ export class SessionRepository {
     await tx.session.update({ where: { id }, data: { lastActivityAt: new Date() } });
   }
 
+  /** Sessions by most recent activity, filtered by channel, activity and status. */
+  async list(filter: { channel?: string; activeSince?: Date; status?: string; limit: number; offset: number }): Promise<{ sessions: Session[]; total: number }> {
+    const where = {
+      ...(filter.channel ? { channel: filter.channel } : {}),
+      ...(filter.activeSince ? { lastActivityAt: { gte: filter.activeSince } } : {}),
+      ...(filter.status ? { status: filter.status } : {}),
+    };
+    const [sessions, total] = await Promise.all([
+      this.prisma.session.findMany({ where, orderBy: [{ lastActivityAt: "desc" }, { id: "asc" }], take: filter.limit, skip: filter.offset }),
+      this.prisma.session.count({ where }),
+    ]);
+    return { sessions, total };
+  }
+
   async setTriggerMode(address: string, mode: TriggerMode, tx?: Tx): Promise<void> {
     await (tx ?? this.prisma).chat.update({ where: { address }, data: { triggerMode: mode } });
   }

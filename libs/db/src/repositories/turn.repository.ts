@@ -45,6 +45,18 @@ export class TurnRepository {
     return rows.reverse();
   }
 
+  /**
+   * A page of history counted from the newest turn: `offset` 0 is the latest `limit`
+   * turns. Returned oldest first.
+   */
+  async page(sessionId: string, limit: number, offset: number): Promise<{ turns: Turn[]; total: number }> {
+    const [rows, total] = await Promise.all([
+      this.prisma.turn.findMany({ where: { sessionId }, orderBy: { seq: "desc" }, take: limit, skip: offset }),
+      this.prisma.turn.count({ where: { sessionId } }),
+    ]);
+    return { turns: rows.reverse(), total };
+  }
+
   async count(sessionId: string, tx?: Tx): Promise<number> {
     return (tx ?? this.prisma).turn.count({ where: { sessionId } });
   }

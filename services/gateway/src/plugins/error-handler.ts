@@ -1,4 +1,5 @@
 import fp from "fastify-plugin";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { NahidaError, httpStatusFor, type ErrorCode } from "@nahida/contracts";
 import type { FastifyError } from "fastify";
 
@@ -19,11 +20,22 @@ function codeForStatus(status: number): ErrorCode {
 }
 
 /**
- * Maps every error to `{error: {code, message}}`. Client errors keep their message;
- * anything 5xx is logged and answered with a generic message, never internals.
+ * Maps every error to `{error: {code, message}}`. Schema violations name the field;
+ * client errors keep their message; anything 5xx is logged and answered with a generic
+ * message, never internals.
  */
 export const errorHandlerPlugin = fp(async (app) => {
   app.setErrorHandler((error: FastifyError | NahidaError, request, reply) => {
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const message = error.validation
+        .map((v) => {
+          const field = v.instancePath.replace(/^\//, "").replaceAll("/", ".");
+          return `${error.validationContext ?? "request"}${field ? `.${field}` : ""}: ${v.message}`;
+        })
+        .join("; ");
+      const isAddress = error.validation.some((v) => v.instancePath === "/target");
+      return reply.status(400).send({ error: { code: isAddress ? "invalid_address" : "bad_request", message } } satisfies ErrorBody);
+    }
     let status: number;
     let code: ErrorCode;
     if (error instanceof NahidaError) {
@@ -38,8 +50,7 @@ export const errorHandlerPlugin = fp(async (app) => {
       const body: ErrorBody = { error: { code, message: code === "not_ready" ? error.message : "internal error" } };
       return reply.status(status).send(body);
     }
-    const body: ErrorBody = { error: { code, message: error.message } };
-    return reply.status(status).send(body);
+    return reply.status(status).send({ error: { code, message: error.message } } satisfies ErrorBody);
   });
   app.setNotFoundHandler((request, reply) => {
     const body: ErrorBody = { error: { code: "not_found", message: `no route ${request.method} ${request.url.split("?")[0]}` } };

@@ -1,0 +1,132 @@
+import { z } from "zod";
+import { ChatAddressString } from "./chat-address";
+import { ErrorCode } from "./errors";
+import { AttachmentType, MessageContext } from "./messages";
+
+/** Scopes of an API token; `admin` implies the others. */
+export const TokenScope = z.enum(["send", "read", "admin"]);
+export type TokenScope = z.infer<typeof TokenScope>;
+
+export const DeliveryStatus = z.enum(["queued", "sending", "sent", "failed", "expired"]);
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
+
+export const ErrorBody = z.object({ error: z.object({ code: ErrorCode, message: z.string() }) }).meta({ id: "Error" });
+
+/** An attachment of `POST /api/send`: a file inside the workspace directory. */
+export const ApiAttachment = z
+  .strictObject({
+    type: AttachmentType,
+    path: z.string().min(1).max(1024).describe("path relative to the workspace directory"),
+    filename: z.string().min(1).max(255).optional(),
+    caption: z.string().max(1024).optional(),
+  })
+  .meta({ id: "Attachment" });
+
+export const SendRequest = z
+  .strictObject({
+    target: ChatAddressString.describe("typed chat address <channel>:<type>:<id>[:<thread>], e.g. telegram:private:12345"),
+    text: z.string().max(20_000).default(""),
+    reply_to: z
+      .union([z.string().regex(/^\d{1,20}$/, "must be a platform message id"), z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)])
+      .transform(String)
+      .optional()
+      .describe("platform message id to reply to"),
+    attachments: z.array(ApiAttachment).max(10).default([]),
+    session_id: z.uuid().optional().describe("record the sent message in this session's history"),
+  })
+  .refine((body) => body.text.trim() !== "" || body.attachments.length > 0, { message: "text or attachments are required", path: ["text"] })
+  .meta({ id: "SendRequest" });
+export type SendRequest = z.infer<typeof SendRequest>;
+
+export const SendResponse = z.object({ delivery_id: z.uuid(), status: DeliveryStatus }).meta({ id: "SendResponse" });
+
+export const DeliveryView = z
+  .object({
+    id: z.uuid(),
+    target: z.string(),
+    status: DeliveryStatus,
+    attempts: z.number().int(),
+    platform_message_ids: z.array(z.string()),
+    error: z.string().optional(),
+    source: z.string(),
+    created_at: z.iso.datetime(),
+    sent_at: z.iso.datetime().optional(),
+  })
+  .meta({ id: "Delivery" });
+export type DeliveryView = z.infer<typeof DeliveryView>;
+
+export const SessionView = z
+  .object({
+    id: z.uuid(),
+    chat_address: z.string().nullable(),
+    channel: z.string().nullable(),
+    status: z.string(),
+    title: z.string().nullable(),
+    parent_id: z.uuid().nullable(),
+    created_at: z.iso.datetime(),
+    last_activity_at: z.iso.datetime(),
+  })
+  .meta({ id: "Session" });
+export type SessionView = z.infer<typeof SessionView>;
+
+export const Paging = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+
+export const SessionListQuery = z.strictObject({
+  ...Paging.shape,
+  channel: z.string().regex(/^[a-z][a-z0-9_-]*$/, "must be a channel name such as telegram").optional(),
+  active_since: z.iso.datetime({ offset: true }).optional().describe("only sessions active at or after this instant"),
+  status: z.enum(["active", "archived"]).optional(),
+});
+
+export const SessionList = z
+  .object({ sessions: z.array(SessionView), total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
+  .meta({ id: "SessionList" });
+
+export const HistoryMessage = z
+  .object({
+    id: z.uuid(),
+    role: z.string(),
+    content: z.string(),
+    source: z.string(),
+    created_at: z.iso.datetime(),
+    context: MessageContext.optional(),
+    tool_calls: z.array(z.object({ name: z.string() })).optional(),
+    tool_name: z.string().optional(),
+  })
+  .meta({ id: "HistoryMessage" });
+export type HistoryMessage = z.infer<typeof HistoryMessage>;
+
+export const HistoryQuery = z.strictObject({ ...Paging.shape });
+
+export const HistoryView = z
+  .object({
+    messages: z.array(HistoryMessage),
+    total: z.number().int(),
+    /** True when a message was cut or had content removed, or older messages exist beyond this page. */
+    truncated: z.boolean(),
+  })
+  .meta({ id: "History" });
+export type HistoryView = z.infer<typeof HistoryView>;
+
+export const TokenCreateRequest = z
+  .strictObject({ name: z.string().trim().min(1).max(100), scopes: z.array(TokenScope).min(1).max(3) })
+  .meta({ id: "TokenCreateRequest" });
+
+export const TokenView = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    prefix: z.string(),
+    scopes: z.array(TokenScope),
+    created_at: z.iso.datetime(),
+    last_used_at: z.iso.datetime().nullable(),
+    revoked_at: z.iso.datetime().nullable(),
+  })
+  .meta({ id: "Token" });
+
+export const TokenCreated = TokenView.extend({ token: z.string().describe("the secret; shown only now") }).meta({ id: "TokenCreated" });
+
+export const IdParam = z.strictObject({ id: z.uuid({ message: "must be a UUID" }) });

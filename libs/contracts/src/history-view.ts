@@ -1,0 +1,33 @@
+/** Longest message content the history view returns. */
+export const HISTORY_MESSAGE_MAX_CHARS = 2000;
+
+const REASONING_BLOCK = /<(think|thinking|reasoning)>[\s\S]*?(<\/\1>|$)/gi;
+const DATA_URL = /data:[\w.+-]+\/[\w.+-]+;base64,[A-Za-z0-9+/=]+/g;
+const BASE64_RUN = /[A-Za-z0-9+/]{256,}={0,2}/g;
+const URL_PATTERN = /https?:\/\/[^\s<>"')\]]+/g;
+// Query parameters of pre-signed and expiring URLs (S3, GCS, Azure SAS, CDN tokens).
+const TEMPORARY_URL_PARAM = /[?&](x-amz-signature|x-amz-credential|x-goog-signature|signature|sig|se|expires|token|access_token)=/i;
+
+/**
+ * The operator/agent view of stored text: reasoning blocks, base64 payloads and temporary
+ * URLs removed, then cut to {@link HISTORY_MESSAGE_MAX_CHARS}. `changed` says whether
+ * anything was removed or cut.
+ */
+export function sanitizeHistoryText(text: string, maxChars = HISTORY_MESSAGE_MAX_CHARS): { text: string; changed: boolean } {
+  let out = text
+    .replace(REASONING_BLOCK, "")
+    .replace(DATA_URL, "[base64 data removed]")
+    // A long run counts as base64 only if it mixes cases and digits, unlike a long word or hash.
+    .replace(BASE64_RUN, (run) => (/[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? "[base64 data removed]" : run))
+    .replace(URL_PATTERN, (url) => (TEMPORARY_URL_PARAM.test(url) ? "[temporary URL removed]" : url));
+  let changed = out !== text;
+  if (out.length > maxChars) {
+    // Never cut a surrogate pair in half.
+    let cut = maxChars - 1;
+    const code = out.charCodeAt(cut - 1);
+    if (code >= 0xd800 && code <= 0xdbff) cut--;
+    out = `${out.slice(0, cut)}…`;
+    changed = true;
+  }
+  return { text: out.trim() === "" && text.trim() !== "" ? "[content removed]" : out, changed };
+}

@@ -1,0 +1,52 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { PrismaClient } from "../database";
+import type { ApiToken } from "../generated/prisma/client";
+
+/** Fixed id of the token bootstrapped from NAHIDA_API_TOKEN, so changing the variable rotates it. */
+export const BOOTSTRAP_TOKEN_ID = "00000000-0000-4000-8000-000000000001";
+
+export const hashToken = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
+
+/** A new secret: 32 random bytes, URL-safe, with a recognisable prefix. */
+export const generateTokenSecret = (): string => `nah_${randomBytes(32).toString("base64url")}`;
+
+/** API tokens; secrets are never stored, only their sha256. */
+export class ApiTokenRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async create(name: string, scopes: string[]): Promise<{ token: ApiToken; secret: string }> {
+    const secret = generateTokenSecret();
+    const token = await this.prisma.apiToken.create({
+      data: { name, scopes, tokenHash: hashToken(secret), prefix: secret.slice(0, 10) },
+    });
+    return { token, secret };
+  }
+
+  /** Makes NAHIDA_API_TOKEN a live admin token (and retires the previous value). */
+  async upsertBootstrap(secret: string): Promise<void> {
+    const data = { name: "NAHIDA_API_TOKEN", scopes: ["admin"], tokenHash: hashToken(secret), prefix: secret.slice(0, 4), revokedAt: null };
+    await this.prisma.apiToken.upsert({ where: { id: BOOTSTRAP_TOKEN_ID }, create: { id: BOOTSTRAP_TOKEN_ID, ...data }, update: data });
+  }
+
+  async findByHash(tokenHash: string): Promise<ApiToken | null> {
+    return this.prisma.apiToken.findUnique({ where: { tokenHash } });
+  }
+
+  async list(): Promise<ApiToken[]> {
+    return this.prisma.apiToken.findMany({ orderBy: { createdAt: "asc" } });
+  }
+
+  async revoke(id: string): Promise<ApiToken | null> {
+    const existing = await this.prisma.apiToken.findUnique({ where: { id } });
+    if (!existing) return null;
+    if (existing.revokedAt) return existing;
+    return this.prisma.apiToken.update({ where: { id }, data: { revokedAt: new Date() } });
+  }
+
+  /** Records use at most once a minute per token, to keep reads from turning into writes. */
+  async touch(id: string): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE api_tokens SET last_used_at = now()
+       WHERE id = ${id}::uuid AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`;
+  }
+}

@@ -1,0 +1,47 @@
+import { timingSafeEqual } from "node:crypto";
+import fp from "fastify-plugin";
+import { NahidaError, type TokenScope } from "@nahida/contracts";
+import { hashToken, type ApiTokenRepository } from "@nahida/db";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The scope a route needs; routes without one are public (health, docs). */
+    scope?: TokenScope;
+  }
+  interface FastifyRequest {
+    /** The authenticated token, on routes with a scope. */
+    token: { id: string; name: string; scopes: string[] } | null;
+  }
+}
+
+export interface AuthOptions {
+  tokens: ApiTokenRepository;
+}
+
+const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})$/;
+
+/**
+ * Bearer-token auth for every route that declares `config.scope`. Tokens are looked up by
+ * their sha256 and the hashes compared in constant time. With no token configured at all
+ * nothing authenticates: the API is never open by default.
+ */
+export const authPlugin = fp<AuthOptions>(async (app, options) => {
+  app.decorateRequest("token", null);
+  app.addHook("onRequest", async (request) => {
+    const scope = request.routeOptions.config?.scope;
+    if (!scope) return;
+    const header = request.headers.authorization;
+    const match = typeof header === "string" ? BEARER.exec(header) : null;
+    if (!match) throw new NahidaError("unauthorized", "missing or malformed Authorization: Bearer <token>");
+    const presented = hashToken(match[1]!);
+    const token = await options.tokens.findByHash(presented);
+    if (!token || !timingSafeEqual(Buffer.from(token.tokenHash, "hex"), Buffer.from(presented, "hex")) || token.revokedAt) {
+      throw new NahidaError("unauthorized", "invalid or revoked token");
+    }
+    if (!token.scopes.includes("admin") && !token.scopes.includes(scope)) {
+      throw new NahidaError("forbidden", `this token lacks the ${scope} scope`);
+    }
+    request.token = { id: token.id, name: token.name, scopes: token.scopes };
+    void options.tokens.touch(token.id).catch(() => undefined);
+  });
+});

@@ -1,0 +1,27 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { DeliveryView, ErrorBody, IdParam, NahidaError } from "@nahida/contracts";
+import { DeliveryRepository, type PrismaClient } from "@nahida/db";
+import { deliveryView } from "../views";
+
+export const deliveryRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = async (app, options) => {
+  const deliveries = new DeliveryRepository(options.prisma);
+  app.get(
+    "/api/deliveries/:id",
+    {
+      config: { scope: "read", rateLimit: {} },
+      schema: {
+        summary: "Status of a delivery",
+        tags: ["send"],
+        params: IdParam,
+        response: { 200: DeliveryView, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody },
+      },
+    },
+    async (request) => {
+      // A delivery past its TTL reads as expired even before the delivery service sees it.
+      await deliveries.expireIfDue(request.params.id);
+      const delivery = await deliveries.get(request.params.id);
+      if (!delivery) throw new NahidaError("not_found", `delivery ${request.params.id} does not exist`);
+      return deliveryView(delivery);
+    },
+  );
+};

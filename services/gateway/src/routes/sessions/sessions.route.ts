@@ -1,0 +1,67 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { ErrorBody, HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView } from "@nahida/contracts";
+import { SessionRepository, TurnRepository, type PrismaClient } from "@nahida/db";
+import { historyMessage, sessionView } from "../views";
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
+
+export const sessionRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = async (app, options) => {
+  const sessions = new SessionRepository(options.prisma);
+  const turns = new TurnRepository(options.prisma);
+
+  app.get(
+    "/api/sessions",
+    {
+      config: { scope: "read", rateLimit: {} },
+      schema: { summary: "List sessions, most recently active first", tags: ["sessions"], querystring: SessionListQuery, response: { 200: SessionList, ...errors } },
+    },
+    async (request) => {
+      const q = request.query;
+      const page = await sessions.list({
+        limit: q.limit,
+        offset: q.offset,
+        ...(q.channel ? { channel: q.channel } : {}),
+        ...(q.active_since ? { activeSince: new Date(q.active_since) } : {}),
+        ...(q.status ? { status: q.status } : {}),
+      });
+      return { sessions: page.sessions.map(sessionView), total: page.total, limit: q.limit, offset: q.offset };
+    },
+  );
+
+  app.get(
+    "/api/sessions/:id",
+    {
+      config: { scope: "read", rateLimit: {} },
+      schema: { summary: "One session", tags: ["sessions"], params: IdParam, response: { 200: SessionView, ...errors } },
+    },
+    async (request) => {
+      const session = await sessions.get(request.params.id);
+      if (!session) throw new NahidaError("not_found", `session ${request.params.id} does not exist`);
+      return sessionView(session);
+    },
+  );
+
+  app.get(
+    "/api/sessions/:id/history",
+    {
+      config: { scope: "read", rateLimit: {} },
+      schema: {
+        summary: "A session's history, filtered",
+        description:
+          "Newest page first (offset 0 is the latest `limit` messages), each page oldest first. Content is cut to 2000 characters; base64, temporary URLs, reasoning, raw platform events and tool arguments are removed.",
+        tags: ["sessions"],
+        params: IdParam,
+        querystring: HistoryQuery,
+        response: { 200: HistoryView, ...errors },
+      },
+    },
+    async (request) => {
+      const session = await sessions.get(request.params.id);
+      if (!session) throw new NahidaError("not_found", `session ${request.params.id} does not exist`);
+      const page = await turns.page(session.id, request.query.limit, request.query.offset);
+      const views = page.turns.map(historyMessage);
+      const more = request.query.offset + page.turns.length < page.total;
+      return { messages: views.map((v) => v.message), total: page.total, truncated: more || views.some((v) => v.changed) };
+    },
+  );
+};

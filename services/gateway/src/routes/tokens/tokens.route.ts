@@ -1,0 +1,44 @@
+import { z } from "zod";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { ErrorBody, IdParam, NahidaError, TokenCreateRequest, TokenCreated, TokenView } from "@nahida/contracts";
+import type { ApiTokenRepository } from "@nahida/db";
+import { tokenView } from "../views";
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
+
+export const tokenRoutes: FastifyPluginAsyncZod<{ tokens: ApiTokenRepository }> = async (app, options) => {
+  app.post(
+    "/api/tokens",
+    {
+      config: { scope: "admin", rateLimit: {} },
+      schema: { summary: "Create a token (the secret is shown once)", tags: ["tokens"], body: TokenCreateRequest, response: { 201: TokenCreated, ...errors } },
+    },
+    async (request, reply) => {
+      const scopes = [...new Set(request.body.scopes)];
+      const { token, secret } = await options.tokens.create(request.body.name, scopes);
+      return reply.status(201).send({ ...tokenView(token), token: secret });
+    },
+  );
+
+  app.get(
+    "/api/tokens",
+    {
+      config: { scope: "admin", rateLimit: {} },
+      schema: { summary: "List tokens (never their secrets)", tags: ["tokens"], response: { 200: z.object({ tokens: z.array(TokenView) }), ...errors } },
+    },
+    async () => ({ tokens: (await options.tokens.list()).map(tokenView) }),
+  );
+
+  app.delete(
+    "/api/tokens/:id",
+    {
+      config: { scope: "admin", rateLimit: {} },
+      schema: { summary: "Revoke a token", tags: ["tokens"], params: IdParam, response: { 200: TokenView, ...errors } },
+    },
+    async (request) => {
+      const token = await options.tokens.revoke(request.params.id);
+      if (!token) throw new NahidaError("not_found", `token ${request.params.id} does not exist`);
+      return tokenView(token);
+    },
+  );
+};

@@ -1,0 +1,63 @@
+import { sanitizeHistoryText, MessageContext, type DeliveryView, type HistoryMessage, type SessionView, type TokenScope } from "@nahida/contracts";
+import type { ApiToken, Delivery, Session, Turn } from "@nahida/db";
+
+/** Database rows → API representations (snake_case, ISO timestamps, no internals). */
+export const deliveryView = (d: Delivery): DeliveryView => ({
+  id: d.id,
+  target: d.target,
+  status: d.status as DeliveryView["status"],
+  attempts: d.attempts,
+  platform_message_ids: d.platformMessageIds,
+  ...(d.error && d.status !== "sent" ? { error: d.error } : {}),
+  source: d.source,
+  created_at: d.createdAt.toISOString(),
+  ...(d.sentAt ? { sent_at: d.sentAt.toISOString() } : {}),
+});
+
+export const sessionView = (s: Session): SessionView => ({
+  id: s.id,
+  chat_address: s.chatAddress,
+  channel: s.channel,
+  status: s.status,
+  title: s.title,
+  parent_id: s.parentId,
+  created_at: s.createdAt.toISOString(),
+  last_activity_at: s.lastActivityAt.toISOString(),
+});
+
+export const tokenView = (t: ApiToken) => ({
+  id: t.id,
+  name: t.name,
+  prefix: t.prefix,
+  scopes: t.scopes as TokenScope[],
+  created_at: t.createdAt.toISOString(),
+  last_used_at: t.lastUsedAt?.toISOString() ?? null,
+  revoked_at: t.revokedAt?.toISOString() ?? null,
+});
+
+/**
+ * The filtered history view (SPEC §4): content cut to 2000 characters with base64,
+ * temporary URLs and reasoning removed; raw events and provider payloads (tool arguments)
+ * never included. Returns whether anything was cut.
+ */
+export function historyMessage(turn: Turn): { message: HistoryMessage; changed: boolean } {
+  const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
+  const { text, changed } = sanitizeHistoryText(turn.content);
+  const context = MessageContext.safeParse(metadata.message_context);
+  const toolCalls = Array.isArray(metadata.tool_calls)
+    ? (metadata.tool_calls as { function?: { name?: unknown } }[]).map((c) => ({ name: String(c.function?.name ?? "unknown") }))
+    : undefined;
+  return {
+    message: {
+      id: turn.id,
+      role: turn.role,
+      content: text,
+      source: turn.source,
+      created_at: turn.createdAt.toISOString(),
+      ...(context.success ? { context: context.data } : {}),
+      ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
+      ...(turn.role === "tool" && typeof metadata.name === "string" ? { tool_name: metadata.name } : {}),
+    },
+    changed,
+  };
+}
