@@ -187,6 +187,8 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     // A worker died after Telegram accepted the text: the row is left sending, one part recorded.
     await deliveries.begin(created.id);
     await deliveries.recordPart(created.id, 0, "555");
+    // ...long enough ago that its claim on the row has gone stale.
+    await database.pool.query("UPDATE deliveries SET updated_at = now() - interval '2 minutes' WHERE id = $1", [created.id]);
     await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
 
     expect(outcome(await settled(created.id))).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["555", "1"], error: null });

@@ -36,6 +36,7 @@ describe("parseChatAddress", () => {
     ["Telegram:private:1", "must match"],
     ["1telegram:private:1", "must match"],
     ["telegram:private:1 2", "whitespace"],
+    [`telegram:private:${"9".repeat(300)}`, "longer than 256"],
   ])("rejects %j (%s) and names the expected form", (input, reason) => {
     const parsed = parseChatAddress(input);
     expect(parsed.ok).toBe(false);

@@ -37,8 +37,12 @@ function invalid(input: string, reason: string): Result<never, ChatAddressError>
 }
 
 /** Parses a ChatAddress string; every rejection names the expected form. */
+/** Longest accepted address; real ids are short, and this bounds what reaches logs and keys. */
+export const CHAT_ADDRESS_MAX_LENGTH = 256;
+
 export function parseChatAddress(input: string): Result<ChatAddress, ChatAddressError> {
   if (typeof input !== "string") return invalid(String(input), "not a string");
+  if (input.length > CHAT_ADDRESS_MAX_LENGTH) return invalid(input, `longer than ${CHAT_ADDRESS_MAX_LENGTH} characters`);
   const parts = input.split(":");
   if (parts.length < 3) {
     if (parts.length === 2) return invalid(input, "two-part legacy address, the chat type is missing");

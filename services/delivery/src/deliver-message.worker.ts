@@ -57,7 +57,13 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     }
 
     const started = await o.deliveries.begin(deliveryId);
-    if (!started) return "already_done";
+    if (!started) {
+      const now = await o.deliveries.get(deliveryId);
+      if (!now || now.status !== "sending") return "already_done";
+      // Another worker is sending it (a stalled job re-run while the first still works):
+      // try again later; the row is taken over once that worker has been silent too long.
+      throw new Error("delivery is being sent by another worker");
+    }
     try {
       await sender.send(address.value, message.data, {
         sentParts: started.sentParts,

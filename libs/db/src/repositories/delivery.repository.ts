@@ -46,11 +46,16 @@ export class DeliveryRepository {
     return this.prisma.delivery.findUnique({ where: { id } });
   }
 
-  /** Moves a queued (or interrupted) delivery to `sending` and counts the attempt. */
-  async begin(id: string): Promise<Delivery | null> {
+  /**
+   * Claims a delivery for sending and counts the attempt. A row already `sending` is only
+   * taken over once its sender has been silent for `staleAfterMs` (it touches the row with
+   * every accepted part), so two workers never send the same delivery at once.
+   */
+  async begin(id: string, staleAfterMs = 30_000): Promise<Delivery | null> {
     const rows = await this.prisma.$queryRaw<{ id: string }[]>`
       UPDATE deliveries SET status = 'sending', attempts = attempts + 1, updated_at = now()
-       WHERE id = ${id}::uuid AND status IN ('queued', 'sending')
+       WHERE id = ${id}::uuid
+         AND (status = 'queued' OR (status = 'sending' AND updated_at < now() - ${staleAfterMs} * interval '1 millisecond'))
       RETURNING id::text AS id`;
     return rows[0] ? this.get(id) : null;
   }

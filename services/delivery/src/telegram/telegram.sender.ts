@@ -22,7 +22,12 @@ export function classifyTelegramError(error: unknown): ChannelSendError {
     if (error.error_code >= 500) return new ChannelSendError("transient", error.description, details, { cause: error });
     return new ChannelSendError("permanent", error.description, details, { cause: error });
   }
-  if (error instanceof HttpError) return new ChannelSendError("transient", `network error: ${(error.error as Error)?.message ?? error.message}`, {}, { cause: error });
+  // grammY's own HttpError message leaves out the request URL, which holds the bot token;
+  // the inner error's message does not, so only its code is kept.
+  if (error instanceof HttpError) {
+    const code = (error.error as { code?: unknown } | undefined)?.code;
+    return new ChannelSendError("transient", `${error.message}${typeof code === "string" ? ` (${code})` : ""}`, {}, { cause: error });
+  }
   return new ChannelSendError("transient", (error as Error)?.message ?? String(error), {}, { cause: error });
 }
 
@@ -47,6 +52,10 @@ export class TelegramSender implements ChannelSender {
       ...(message.text.trim() ? renderTelegramChunks(message.text).map((c) => ({ kind: "text" as const, html: c.html, plain: c.plain })) : []),
       ...message.attachments.map((attachment) => ({ kind: "attachment" as const, attachment })),
     ];
+    // Every file is checked before the first part goes out: a bad path must not leave
+    // the chat with half a message.
+    const files = new Map<Attachment, InputFile | string>();
+    for (const attachment of message.attachments) files.set(attachment, await this.fileFor(attachment));
     for (let index = progress.sentParts; index < parts.length; index++) {
       const common = {
         ...(target.thread !== undefined ? { message_thread_id: Number(target.thread) } : {}),
@@ -54,15 +63,20 @@ export class TelegramSender implements ChannelSender {
       };
       let messageId: number;
       try {
-        messageId = await this.sendPart(target.id, parts[index]!, common);
+        messageId = await this.sendPart(target.id, parts[index]!, common, files);
       } catch (error) {
-        throw classifyTelegramError(error);
+        const failure = classifyTelegramError(error);
+        // Defence in depth: no error text leaves this class with the token in it.
+        if (failure.description.includes(this.o.token)) {
+          throw new ChannelSendError(failure.kind, failure.description.replaceAll(this.o.token, "[token]"), failure.details);
+        }
+        throw failure;
       }
       await progress.recordPart(index, String(messageId));
     }
   }
 
-  private async sendPart(chatId: string, part: Part, common: Record<string, unknown>): Promise<number> {
+  private async sendPart(chatId: string, part: Part, common: Record<string, unknown>, files: Map<Attachment, InputFile | string>): Promise<number> {
     if (part.kind === "text") {
       try {
         return (await this.api.sendMessage(chatId, part.html, { ...common, parse_mode: "HTML" })).message_id;
@@ -72,7 +86,7 @@ export class TelegramSender implements ChannelSender {
       }
     }
     const { attachment } = part;
-    const file = await this.fileFor(attachment);
+    const file = files.get(attachment)!;
     const extra = { ...common, ...(attachment.caption ? { caption: attachment.caption } : {}) };
     switch (attachment.type) {
       case "photo":

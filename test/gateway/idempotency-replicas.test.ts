@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { startHarness, TEST_BOT_TOKEN, type Harness } from "../support/nahida-harness";
+import { TEST_REDIS_URL, waitFor } from "../support/infra";
+import { freePort } from "../support/ports";
+import { spawnTsProcess, type SpawnedProcess } from "../support/processes";
+import { apiClient } from "./api-client";
+
+const ADMIN = "test-admin-token-replicas-0123456789";
+
+describe("Idempotency-Key across two gateway processes", () => {
+  let h: Harness;
+  let second: SpawnedProcess;
+  let secondBase: string;
+  beforeAll(async () => {
+    h = await startHarness("api_replicas", { NAHIDA_API_TOKEN: ADMIN });
+    const port = await freePort();
+    second = await spawnTsProcess(
+      "services/launcher/src/main.ts",
+      {
+        DATABASE_URL: h.databaseUrl,
+        REDIS_URL: TEST_REDIS_URL,
+        NAHIDA_QUEUE_PREFIX: h.prefix,
+        NAHIDA_SERVICES: "gateway",
+        GATEWAY_PORT: String(port),
+        NAHIDA_API_TOKEN: ADMIN,
+        TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,
+        TELEGRAM_API_ROOT: h.telegram.apiRoot,
+        NAHIDA_WORKSPACE_DIR: h.workspaceDir,
+        LOG_LEVEL: "info",
+      },
+      { readyText: "nahida started", timeoutMs: 45_000 },
+    );
+    secondBase = `http://127.0.0.1:${port}`;
+  });
+  afterAll(async () => {
+    second?.kill("SIGTERM");
+    await second?.exited;
+    await h?.close();
+  });
+
+  it("yields one delivery and one Telegram message for 20 concurrent requests with the same key", async () => {
+    const clients = [apiClient(h.nahida.gatewayAddress!, ADMIN), apiClient(secondBase, ADMIN)];
+    const body = { target: "telegram:private:710000001", text: "alert: disk at 91%" };
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => clients[i % 2]!("POST", "/api/send", body, { "idempotency-key": "alert-disk-91" })),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(20).fill(202));
+    const ids = new Set(responses.map((r) => r.body.delivery_id));
+    expect(ids.size).toBe(1);
+
+    await waitFor(async () => h.telegram.sent(710000001).length === 1, 10_000, "the message");
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(h.telegram.sent(710000001)).toHaveLength(1);
+    const db = new pg.Client({ connectionString: h.databaseUrl });
+    await db.connect();
+    try {
+      const rows = await db.query("SELECT count(*)::int AS n FROM deliveries WHERE target = $1", [body.target]);
+      expect(rows.rows[0].n).toBe(1);
+    } finally {
+      await db.end();
+    }
+  });
+});
