@@ -1,0 +1,124 @@
+import { extname } from "node:path";
+import { parseArgs } from "node:util";
+import { ApiError, createApiClient, type ApiRequest } from "./api.client";
+
+const USAGE = `Usage: nahida <command> [options]
+
+  send --target <channel:type:id[:thread]> [--reply-to ID] [--attach PATH]... [--session ID]
+       [--idempotency-key KEY] [--wait] <text>
+                                  queue a message; --attach paths are inside the server's workspace
+  deliveries get <id>             show a delivery's status
+  tokens create --name NAME --scopes send,read,admin
+                                  create an API token (the secret is printed once)
+  tokens list                     list tokens
+  tokens revoke <id>              revoke a token
+
+Environment: NAHIDA_API_URL (default http://127.0.0.1:8080), NAHIDA_API_TOKEN.
+Exit status: 0 ok, 1 the API refused or failed, 2 bad usage.`;
+
+class UsageError extends Error {}
+
+const PHOTO = new Set([".png", ".jpg", ".jpeg", ".gif", ".webp"]);
+const AUDIO = new Set([".mp3", ".ogg", ".oga", ".m4a", ".flac", ".wav"]);
+const VIDEO = new Set([".mp4", ".mov", ".webm", ".mkv"]);
+
+/** Attachment type from the file extension; anything unknown goes as a document. */
+export function attachmentType(path: string): "photo" | "audio" | "video" | "document" {
+  const ext = extname(path).toLowerCase();
+  if (PHOTO.has(ext)) return "photo";
+  if (AUDIO.has(ext)) return "audio";
+  if (VIDEO.has(ext)) return "video";
+  return "document";
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
+}
+
+async function send(api: ApiRequest, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      target: { type: "string" },
+      "reply-to": { type: "string" },
+      attach: { type: "string", multiple: true },
+      session: { type: "string" },
+      "idempotency-key": { type: "string" },
+      wait: { type: "boolean" },
+    },
+  });
+  if (!values.target) throw new UsageError("send needs --target");
+  const text = positionals.join(" ");
+  const body = {
+    target: values.target,
+    text,
+    ...(values["reply-to"] ? { reply_to: values["reply-to"] } : {}),
+    ...(values.attach?.length ? { attachments: values.attach.map((path) => ({ type: attachmentType(path), path })) } : {}),
+    ...(values.session ? { session_id: values.session } : {}),
+  };
+  const headers: Record<string, string> = values["idempotency-key"] ? { "idempotency-key": values["idempotency-key"] } : {};
+  const queued = await api<{ delivery_id: string; status: string }>("POST", "/api/send", body, headers);
+  if (!values.wait) return print(queued);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const delivery = await api<{ status: string }>("GET", `/api/deliveries/${queued.delivery_id}`);
+    if (!["queued", "sending"].includes(delivery.status) || Date.now() > deadline) {
+      print(delivery);
+      if (delivery.status !== "sent") process.exitCode = 1;
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+async function tokens(api: ApiRequest, [sub, ...args]: string[]): Promise<void> {
+  switch (sub) {
+    case "create": {
+      const { values } = parseArgs({ args, options: { name: { type: "string" }, scopes: { type: "string" } } });
+      if (!values.name || !values.scopes) throw new UsageError("tokens create needs --name and --scopes");
+      return print(await api("POST", "/api/tokens", { name: values.name, scopes: values.scopes.split(",").map((s) => s.trim()) }));
+    }
+    case "list":
+      return print(await api("GET", "/api/tokens"));
+    case "revoke":
+      if (!args[0]) throw new UsageError("tokens revoke needs a token id");
+      return print(await api("DELETE", `/api/tokens/${encodeURIComponent(args[0])}`));
+    default:
+      throw new UsageError(`unknown tokens command ${JSON.stringify(sub ?? "")}`);
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (!command || command === "--help" || command === "-h" || command === "help") return print(USAGE);
+  const api = createApiClient({
+    baseUrl: process.env.NAHIDA_API_URL || "http://127.0.0.1:8080",
+    ...(process.env.NAHIDA_API_TOKEN ? { token: process.env.NAHIDA_API_TOKEN } : {}),
+  });
+  switch (command) {
+    case "send":
+      return send(api, rest);
+    case "deliveries":
+      if (rest[0] !== "get" || !rest[1]) throw new UsageError("usage: nahida deliveries get <id>");
+      return print(await api("GET", `/api/deliveries/${encodeURIComponent(rest[1])}`));
+    case "tokens":
+      return tokens(api, rest);
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+try {
+  await main(process.argv.slice(2));
+} catch (error) {
+  if (error instanceof ApiError) {
+    process.stderr.write(`nahida: ${error.status ? `${error.status} ` : ""}${error.code}: ${error.message}\n`);
+    process.exitCode = 1;
+  } else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    process.stderr.write(`nahida: ${(error as Error).message}\n\n${USAGE}\n`);
+    process.exitCode = 2;
+  } else {
+    throw error;
+  }
+}
