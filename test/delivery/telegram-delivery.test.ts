@@ -164,6 +164,16 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     expect(accepted!.at.getTime() - refused!.at.getTime()).toBeGreaterThanOrEqual(FIRST_BACKOFF_MS - SLACK_MS);
   });
 
+  it("sends a chat's messages in order, one at a time: a later one waits while an earlier one retries", async () => {
+    const chat = newChat();
+    h.telegram.failNext("sendMessage", { status: 502 }, { chatId: chat });
+    const first = await enqueue(`telegram:private:${chat}`, { text: "first" });
+    const second = await enqueue(`telegram:private:${chat}`, { text: "second" });
+    await settled(first);
+    await settled(second);
+    expect(sendsTo(chat, "sendMessage").map((c) => c.params.text)).toEqual(["first", "first", "second"]);
+  });
+
   it("marks the row failed when its last attempt fails transiently", async () => {
     const chat = newChat();
     h.telegram.failNext("sendMessage", { status: 500 }, { chatId: chat });

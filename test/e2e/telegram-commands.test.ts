@@ -83,6 +83,26 @@ describe("built-in commands end to end", () => {
   });
 });
 
+describe("when the LLM keeps failing", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("e2e_llm_down");
+  });
+  afterAll(async () => h?.close());
+
+  it("retries the run and finally answers once with an apology", async () => {
+    const chat = 400000005;
+    h.openai.onRequest(() => ({ status: 500, error: "upstream down", retryAfterMs: 10 }));
+    h.telegram.pushUpdate(privateText(chat, "are you there?"));
+    const [apology] = await sentTo(h, chat, 1, 30_000);
+    expect(apology!.params.text).toBe("Sorry, I could not reach the language model. Please try again later.");
+    // SDK retries (2) within each of the lane's 3 attempts.
+    expect(h.openai.requests.length).toBe(9);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(h.telegram.sent(chat)).toHaveLength(1);
+  }, 45_000);
+});
+
 describe("without an LLM configured", () => {
   let h: Harness;
   beforeAll(async () => {

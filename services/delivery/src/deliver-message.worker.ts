@@ -16,6 +16,9 @@ export interface DeliverMessageOptions {
 
 export type DeliverOutcome = "sent" | "already_done" | "expired" | "failed";
 
+/** How long a delivery waits before looking again for earlier ones to the same chat. */
+const ORDER_WAIT_MS = 250;
+
 /** Redis key marking a chat as rate-limited until the key expires. */
 const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:blocked:${target}`;
 
@@ -27,7 +30,8 @@ const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:block
  *   using an attempt or holding a worker slot; other chats go on;
  * - 5xx / network: retried with the catalog's exponential backoff;
  * - other 4xx: failed for good with the platform's description.
- * Parts accepted before a failure are recorded, so a retry continues after them.
+ * Parts accepted before a failure are recorded, so a retry continues after them. Messages
+ * to one chat go out one at a time, oldest first.
  */
 export function createDeliverMessageHandler(o: DeliverMessageOptions) {
   return async function deliver({ deliveryId }: { deliveryId: string }, job: Job, token: string | undefined): Promise<DeliverOutcome> {
@@ -39,6 +43,11 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     const blockedForMs = await o.redis.pttl(blockedKey(o.prefix, row.target));
     if (blockedForMs > 0 && token) {
       await job.moveToDelayed(Date.now() + blockedForMs, token);
+      throw new DelayedError();
+    }
+    // Keep a chat's messages in order: wait (without using an attempt) for earlier ones.
+    if (token && (await o.deliveries.hasEarlierPending(row))) {
+      await job.moveToDelayed(Date.now() + ORDER_WAIT_MS, token);
       throw new DelayedError();
     }
 

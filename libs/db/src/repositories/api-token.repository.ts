@@ -24,8 +24,11 @@ export class ApiTokenRepository {
 
   /** Makes NAHIDA_API_TOKEN a live admin token (and retires the previous value). */
   async upsertBootstrap(secret: string): Promise<void> {
-    const data = { name: "NAHIDA_API_TOKEN", scopes: ["admin"], tokenHash: hashToken(secret), prefix: secret.slice(0, 4), revokedAt: null };
-    await this.prisma.apiToken.upsert({ where: { id: BOOTSTRAP_TOKEN_ID }, create: { id: BOOTSTRAP_TOKEN_ID, ...data }, update: data });
+    // One statement, so gateway replicas starting together cannot race each other.
+    await this.prisma.$executeRaw`
+      INSERT INTO api_tokens (id, name, token_hash, prefix, scopes)
+      VALUES (${BOOTSTRAP_TOKEN_ID}::uuid, 'NAHIDA_API_TOKEN', ${hashToken(secret)}, ${secret.slice(0, 4)}, ARRAY['admin'])
+      ON CONFLICT (id) DO UPDATE SET token_hash = EXCLUDED.token_hash, prefix = EXCLUDED.prefix, scopes = EXCLUDED.scopes, revoked_at = NULL`;
   }
 
   async findByHash(tokenHash: string): Promise<ApiToken | null> {
