@@ -38,7 +38,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     const row = await o.deliveries.get(deliveryId);
     if (!row) throw new PermanentJobError(`delivery ${deliveryId} does not exist`);
     if (row.status === "sent" || row.status === "failed" || row.status === "expired") return "already_done";
-    if (await o.deliveries.expireIfDue(deliveryId)) return "expired";
+    if (row.expiresAt && row.expiresAt.getTime() < Date.now() && (await o.deliveries.expireIfDue(deliveryId))) return "expired";
 
     const blockedForMs = await o.redis.pttl(blockedKey(o.prefix, row.target));
     if (blockedForMs > 0 && token) {

@@ -51,13 +51,13 @@ export class DeliveryRepository {
    * taken over once its sender has been silent for `staleAfterMs` (it touches the row with
    * every accepted part), so two workers never send the same delivery at once.
    */
-  async begin(id: string, staleAfterMs = 30_000): Promise<Delivery | null> {
-    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
+  async begin(id: string, staleAfterMs = 30_000): Promise<{ sentParts: number } | null> {
+    const rows = await this.prisma.$queryRaw<{ sent_parts: number }[]>`
       UPDATE deliveries SET status = 'sending', attempts = attempts + 1, updated_at = now()
        WHERE id = ${id}::uuid
          AND (status = 'queued' OR (status = 'sending' AND updated_at < now() - ${staleAfterMs} * interval '1 millisecond'))
-      RETURNING id::text AS id`;
-    return rows[0] ? this.get(id) : null;
+      RETURNING sent_parts`;
+    return rows[0] ? { sentParts: rows[0].sent_parts } : null;
   }
 
   /**

@@ -15,8 +15,13 @@ export class SessionRepository {
     return (tx ?? this.prisma).chat.findUnique({ where: { address } });
   }
 
-  /** Creates the chat on first sight and keeps its display name current. */
+  /**
+   * Creates the chat on first sight and keeps its display name current. Reads first: on
+   * the hot path the chat exists and nothing needs writing.
+   */
   async ensureChat(address: string, channel: string, displayName: string | undefined, tx?: Tx): Promise<Chat> {
+    const existing = await (tx ?? this.prisma).chat.findUnique({ where: { address } });
+    if (existing && (displayName === undefined || existing.displayName === displayName)) return existing;
     return (tx ?? this.prisma).chat.upsert({
       where: { address },
       create: { address, channel, displayName: displayName ?? null },
@@ -25,16 +30,20 @@ export class SessionRepository {
   }
 
   /**
-   * The chat's current session, created on first use. Callers run inside the chat's lane,
-   * so two runs never create competing sessions for one chat.
+   * The chat and its current session, created on first use (one read when both exist).
+   * Callers run inside the chat's lane, so two runs never create competing sessions.
    */
-  async currentSession(address: string, channel: string, tx: Tx): Promise<Session> {
-    const chat = await this.ensureChat(address, channel, undefined, tx);
-    if (chat.currentSessionId) {
-      const session = await tx.session.findUnique({ where: { id: chat.currentSessionId } });
-      if (session) return session;
+  async resolve(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
+    const found = await this.prisma.chat.findUnique({ where: { address }, include: { currentSession: true } });
+    if (found?.currentSession) {
+      const { currentSession: session, ...chat } = found;
+      return { chat, session };
     }
-    return this.rotate(address, channel, tx);
+    return this.prisma.$transaction(async (tx) => {
+      const session = await this.rotate(address, channel, tx);
+      const chat = await tx.chat.findUniqueOrThrow({ where: { address } });
+      return { chat, session };
+    });
   }
 
   /** Starts a fresh session for the chat (`/new`); the old one stays in history. */

@@ -32,17 +32,21 @@ const MAX_RESULT_CHARS = 16_000;
  */
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
+  /** JSON schemas are derived once per registration, not on every model call. */
+  private specCache: ToolSpec[] | undefined;
 
   register(...tools: ToolDefinition[]): this {
     for (const tool of tools) this.tools.set(tool.name, tool);
+    this.specCache = undefined;
     return this;
   }
 
   specs(): ToolSpec[] {
-    return [...this.tools.values()].map((tool) => {
+    this.specCache ??= [...this.tools.values()].map((tool) => {
       const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" }) as Record<string, unknown>;
       return { name: tool.name, description: tool.description, parameters };
     });
+    return this.specCache;
   }
 
   async execute(name: string, rawArguments: string, context: ToolContext): Promise<ToolOutcome> {

@@ -1,6 +1,6 @@
 import { MessageContext, type Attachment } from "@nahida/contracts";
 import type { ChatMessage, ToolCall } from "../agent/llm.client";
-import { readWorkspacePromptFiles } from "./workspace-files";
+import { createWorkspacePromptReader } from "./workspace-files";
 import type { EnvelopeRenderer } from "./envelope";
 
 export const DEFAULT_SYSTEM_PROMPT = [
@@ -43,6 +43,7 @@ export interface RenderableTurn {
  * the same in every later request (prompt-cache friendly).
  */
 export function createContextBuilder(options: ContextBuilderOptions) {
+  const readPromptFiles = createWorkspacePromptReader({ cacheMs: 5_000 });
   function renderTurn(turn: RenderableTurn): ChatMessage | null {
     const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
     switch (turn.role) {
@@ -70,7 +71,7 @@ export function createContextBuilder(options: ContextBuilderOptions) {
   return {
     renderTurn,
     async build(history: RenderableTurn[], fresh: RenderableTurn[]): Promise<ChatMessage[]> {
-      const files = await readWorkspacePromptFiles(options.workspaceDir);
+      const files = await readPromptFiles(options.workspaceDir);
       const system = [options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, ...files.map((f) => `## ${f.name}\n${f.content}`)].join("\n\n");
       // A window that starts inside a tool exchange would be rejected by the API.
       const firstUser = history.findIndex((t) => t.role === "user");

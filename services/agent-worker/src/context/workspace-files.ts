@@ -5,9 +5,27 @@ import { join } from "node:path";
 export const WORKSPACE_PROMPT_FILES = ["AGENTS.md", "SOUL.md", "USER.md"] as const;
 const MAX_FILE_CHARS = 32_000;
 
-/** Reads the prompt files present in the workspace; a missing directory or file is skipped. */
-export async function readWorkspacePromptFiles(workspaceDir: string | undefined): Promise<{ name: string; content: string }[]> {
-  if (!workspaceDir) return [];
+export type PromptFile = { name: string; content: string };
+
+/**
+ * Reads the prompt files present in the workspace; a missing directory or file is skipped.
+ * Results are reused for `cacheMs`, so a busy worker does not reopen three files per run
+ * while an edited file still shows up within seconds.
+ */
+export function createWorkspacePromptReader(options: { cacheMs: number; now?: () => number } = { cacheMs: 5_000 }) {
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, { at: number; files: Promise<PromptFile[]> }>();
+  return (workspaceDir: string | undefined): Promise<PromptFile[]> => {
+    if (!workspaceDir) return Promise.resolve([]);
+    const hit = cache.get(workspaceDir);
+    if (hit && now() - hit.at < options.cacheMs) return hit.files;
+    const files = readWorkspacePromptFiles(workspaceDir);
+    cache.set(workspaceDir, { at: now(), files });
+    return files;
+  };
+}
+
+async function readWorkspacePromptFiles(workspaceDir: string): Promise<PromptFile[]> {
   const files = await Promise.all(
     WORKSPACE_PROMPT_FILES.map(async (name) => {
       try {

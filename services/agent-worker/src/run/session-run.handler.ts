@@ -107,10 +107,9 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     const channel = records[0]!.channel;
     const chatType = address.value.type;
 
-    const session = await o.prisma.$transaction((tx) => sessions.currentSession(chatAddress, channel, tx));
-    const chat = await sessions.findChat(chatAddress);
+    const { chat, session } = await sessions.resolve(chatAddress, channel);
     const writes = new RunWrites();
-    const state = { sessionId: session.id, triggerMode: chat?.triggerMode ?? "mention", cleared: new Set<string>() };
+    const state = { sessionId: session.id, triggerMode: chat.triggerMode, cleared: new Set<string>() };
     const isGroup = chatType !== "private";
 
     const reply = (record: InboundRecord, message: Partial<OutboundMessage>, source: string) => {
