@@ -14,7 +14,7 @@ await t.db.pool.query(LANE_TEST_LOG_DDL);
 await t.db.pool.query("ALTER TABLE lane_test_log ADD COLUMN logged_at timestamptz NOT NULL DEFAULT clock_timestamp()");
 const redis = createRedis({ url: TEST_REDIS_URL });
 const wakeQueue = new TypedQueue("lanes", { connection: redis, prefix });
-const producer = new LaneProducer(t.db.prisma, wakeQueue);
+const producer = new LaneProducer(t.db, wakeQueue);
 const workers = await Promise.all(
   Array.from({ length: workerCount }, () =>
     spawnTsProcess("test/lanes/lane-worker.process.ts", {

@@ -25,7 +25,7 @@ const log = (level: string) => (obj: object, msg?: string) => {
 };
 
 const runtime = new LaneRuntime({
-  prisma: db.prisma,
+  db,
   wakeQueue,
   consumerConnection: blocking,
   prefix,

@@ -47,7 +47,7 @@ describe("session lanes across worker processes", () => {
     await t.db.pool.query(LANE_TEST_LOG_DDL);
     redis = createRedis({ url: TEST_REDIS_URL });
     wakeQueue = new TypedQueue("lanes", { connection: redis, prefix });
-    producer = new LaneProducer(t.db.prisma, wakeQueue);
+    producer = new LaneProducer(t.db, wakeQueue);
   });
 
   afterAll(async () => {

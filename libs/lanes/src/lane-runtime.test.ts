@@ -31,9 +31,9 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     redis = createRedis({ url: TEST_REDIS_URL });
     blocking = createRedis({ url: TEST_REDIS_URL, blocking: true });
     wakeQueue = new TypedQueue("lanes", { connection: redis, prefix });
-    producer = new LaneProducer(t.db.prisma, wakeQueue);
+    producer = new LaneProducer(t.db, wakeQueue);
     runtime = new LaneRuntime({
-      prisma: t.db.prisma,
+      db: t.db,
       wakeQueue,
       consumerConnection: blocking,
       prefix,
@@ -153,7 +153,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
   });
 
   it("a commit after the lease was taken over is refused and writes nothing", async () => {
-    const store = new LaneStore(t.db.prisma);
+    const store = new LaneStore(t.db);
     const lane = "test:private:fence";
     await store.append(lane, "event", "x1");
     const lease = await store.tryClaim(lane, "old-worker", 50);

@@ -1,9 +1,9 @@
 import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PrismaClient, Tx } from "@nahida/db";
+import type { Tx } from "@nahida/db";
 import type { LaneItemKind, LaneMode } from "@nahida/contracts";
 import { createConsumer, type TypedQueue } from "@nahida/queue";
-import { LaneStore, LeaseLostError, type AppendResult, type LaneItemRow, type Lease } from "./lane.store";
+import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
 
 export interface LaneRunContext {
   runId: string;
@@ -38,7 +38,7 @@ export interface LaneLogger {
 }
 
 export interface LaneRuntimeOptions {
-  prisma: PrismaClient;
+  db: LaneDatabase;
   /** Producer for the `lanes` queue (wake-ups). */
   wakeQueue: TypedQueue<"lanes">;
   /** Blocking Redis connection for the consumer. */
@@ -71,10 +71,10 @@ export class LaneProducer {
   private readonly store: LaneStore;
 
   constructor(
-    prisma: PrismaClient,
+    db: LaneDatabase,
     private readonly wakeQueue: TypedQueue<"lanes">,
   ) {
-    this.store = new LaneStore(prisma);
+    this.store = new LaneStore(db);
   }
 
   /**
@@ -117,11 +117,11 @@ export class LaneRuntime {
   private stopping = false;
   /** Stop switches of the runs in progress in this process, by lane. */
   private readonly active = new Map<string, AbortController>();
-  private readonly o: Required<Omit<LaneRuntimeOptions, "prisma" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId">>;
+  private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId">>;
 
   constructor(private readonly options: LaneRuntimeOptions) {
-    this.store = new LaneStore(options.prisma);
-    this.producer = new LaneProducer(options.prisma, options.wakeQueue);
+    this.store = new LaneStore(options.db);
+    this.producer = new LaneProducer(options.db, options.wakeQueue);
     this.o = {
       concurrency: options.concurrency ?? 16,
       leaseMs: options.leaseMs ?? 15_000,

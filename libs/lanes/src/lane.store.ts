@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { PrismaClient, Tx } from "@nahida/db";
+import type { Database, Tx } from "@nahida/db";
 import { LaneMode, type LaneItemKind } from "@nahida/contracts";
 
 /** The run's lease was taken over (or released); its work must not be committed. */
@@ -34,49 +34,68 @@ export interface AppendResult {
   created: boolean;
 }
 
+/** The two handles the store needs: Prisma for transactions shared with handlers, pg for the rest. */
+export type LaneDatabase = Pick<Database, "prisma" | "pool">;
+
 /**
  * Postgres side of session lanes: per-lane sequence numbers, a fenced lease, and run
  * bookkeeping. Every method is one statement or one short transaction.
  * See docs/lanes.md for why these statements give the lane guarantees.
+ *
+ * Statements that stand alone go straight to the pg pool: they run several times per run
+ * and Prisma's query machinery costs more CPU than the statement. Transactions a handler
+ * writes into (`fenced`) go through Prisma, so the handler gets a Prisma `tx`.
  */
 export class LaneStore {
-  constructor(private readonly prisma: PrismaClient) {}
+  private readonly prisma: LaneDatabase["prisma"];
+  private readonly pool: LaneDatabase["pool"];
+
+  constructor(db: LaneDatabase) {
+    this.prisma = db.prisma;
+    this.pool = db.pool;
+  }
 
   /**
    * Appends an item to a lane, creating the lane on first use. Idempotent per (kind, refId).
    * The upsert locks the lane row, so sequence order equals commit order within a lane.
    */
   async append(laneKey: string, kind: LaneItemKind, refId: string, tx?: Tx): Promise<AppendResult> {
-    const db = tx ?? this.prisma;
-    const inserted = await db.$queryRaw<{ id: string; seq: bigint }[]>`
+    const insert = `
       WITH lane AS (
-        INSERT INTO lanes (key, last_seq, updated_at) VALUES (${laneKey}, 1, now())
+        INSERT INTO lanes (key, last_seq, updated_at) VALUES ($1, 1, now())
         ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
         RETURNING last_seq
       )
       INSERT INTO lane_items (id, lane_key, seq, kind, ref_id)
-      SELECT gen_random_uuid(), ${laneKey}, lane.last_seq, ${kind}, ${refId} FROM lane
+      SELECT gen_random_uuid(), $1, lane.last_seq, $2, $3 FROM lane
       ON CONFLICT (kind, ref_id) DO NOTHING
       RETURNING id::text AS id, seq`;
-    if (inserted[0]) return { itemId: inserted[0].id, seq: inserted[0].seq, created: true };
-    const existing = await db.$queryRaw<{ id: string; seq: bigint }[]>`
-      SELECT id::text AS id, seq FROM lane_items WHERE kind = ${kind} AND ref_id = ${refId}`;
+    const select = "SELECT id::text AS id, seq FROM lane_items WHERE kind = $1 AND ref_id = $2";
+    const query = async (sql: string, params: unknown[]) =>
+      tx
+        ? tx.$queryRawUnsafe<{ id: string; seq: bigint }[]>(sql, ...params)
+        : (await this.pool.query<{ id: string; seq: string }>(sql, params)).rows.map((r) => ({ id: r.id, seq: BigInt(r.seq) }));
+    const inserted = await query(insert, [laneKey, kind, refId]);
+    if (inserted[0]) return { itemId: inserted[0].id, seq: BigInt(inserted[0].seq), created: true };
+    const existing = await query(select, [kind, refId]);
     const row = existing[0];
     if (!row) throw new Error(`lane item ${kind}/${refId} vanished during append`);
-    return { itemId: row.id, seq: row.seq, created: false };
+    return { itemId: row.id, seq: BigInt(row.seq), created: false };
   }
 
   /** Takes the lane's lease if it is free, expired, and not in retry backoff. */
   async tryClaim(laneKey: string, owner: string, leaseMs: number): Promise<Lease | null> {
     const token = randomUUID();
-    const rows = await this.prisma.$queryRaw<{ mode: string }[]>`
-      UPDATE lanes
-         SET lease_owner = ${owner}, lease_token = ${token}::uuid,
-             lease_expires_at = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
-       WHERE key = ${laneKey}
-         AND (lease_token IS NULL OR lease_expires_at < now())
-         AND (retry_at IS NULL OR retry_at <= now())
-      RETURNING mode`;
+    const { rows } = await this.pool.query<{ mode: string }>(
+      `UPDATE lanes
+          SET lease_owner = $2, lease_token = $3::uuid,
+              lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+        WHERE key = $1
+          AND (lease_token IS NULL OR lease_expires_at < now())
+          AND (retry_at IS NULL OR retry_at <= now())
+       RETURNING mode`,
+      [laneKey, owner, token, leaseMs],
+    );
     const row = rows[0];
     if (!row) return null;
     const mode = LaneMode.safeParse(row.mode);
@@ -85,31 +104,38 @@ export class LaneStore {
 
   /** Extends the lease; false once it has been taken over. */
   async renew(lease: Lease, leaseMs: number): Promise<boolean> {
-    const n = await this.prisma.$executeRaw`
-      UPDATE lanes SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
-       WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid`;
-    return n === 1;
+    const { rowCount } = await this.pool.query(
+      "UPDATE lanes SET lease_expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND lease_token = $2::uuid",
+      [lease.laneKey, lease.token, leaseMs],
+    );
+    return rowCount === 1;
   }
 
   async release(lease: Lease): Promise<void> {
-    await this.prisma.$executeRaw`
-      UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-       WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid`;
+    await this.pool.query(
+      "UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now() WHERE key = $1 AND lease_token = $2::uuid",
+      [lease.laneKey, lease.token],
+    );
   }
 
   /** Open items in arrival order. `running` ones belong to a run whose worker died. */
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
-    return this.prisma.$queryRaw<LaneItemRow[]>`
-      SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts
-        FROM lane_items
-       WHERE lane_key = ${laneKey} AND status IN ('pending', 'running')
-       ORDER BY seq
-       LIMIT ${limit}`;
+    const { rows } = await this.pool.query<Omit<LaneItemRow, "seq"> & { seq: string }>(
+      `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts
+         FROM lane_items
+        WHERE lane_key = $1 AND status IN ('pending', 'running')
+        ORDER BY seq
+        LIMIT $2`,
+      [laneKey, limit],
+    );
+    return rows.map((r) => ({ ...r, seq: BigInt(r.seq) }));
   }
 
   async hasOpenItems(laneKey: string): Promise<boolean> {
-    const rows = await this.prisma.$queryRaw<{ open: boolean }[]>`
-      SELECT EXISTS (SELECT 1 FROM lane_items WHERE lane_key = ${laneKey} AND status IN ('pending', 'running')) AS open`;
+    const { rows } = await this.pool.query<{ open: boolean }>(
+      "SELECT EXISTS (SELECT 1 FROM lane_items WHERE lane_key = $1 AND status IN ('pending', 'running')) AS open",
+      [laneKey],
+    );
     return rows[0]?.open ?? false;
   }
 
@@ -127,24 +153,26 @@ export class LaneStore {
     });
   }
 
-  /** Records a run over `items`; a dead run that held some of them is marked `lost`. */
+  /**
+   * Records a run over `items` in one statement, fenced like `fenced`: the lane row is
+   * locked and must still carry our token. A dead run that held some items is marked `lost`.
+   */
   async startRun(lease: Lease, workerId: string, items: LaneItemRow[]): Promise<string> {
     const runId = randomUUID();
     const ids = items.map((i) => i.id);
     const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
-    await this.fenced(lease, async (tx) => {
-      if (staleRuns.length > 0) {
-        await tx.$executeRaw`
-          UPDATE lane_runs SET status = 'lost', finished_at = now()
-           WHERE id = ANY(${staleRuns}::uuid[]) AND status = 'running'`;
-      }
-      await tx.$executeRaw`
-        INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
-        VALUES (${runId}::uuid, ${lease.laneKey}, ${workerId}, 'running', ${items.length})`;
-      await tx.$executeRaw`
-        UPDATE lane_items SET status = 'running', run_id = ${runId}::uuid, attempts = attempts + 1
-         WHERE id = ANY(${ids}::uuid[])`;
-    });
+    const { rows } = await this.pool.query<{ started: number }>(
+      `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
+            lost AS (UPDATE lane_runs SET status = 'lost', finished_at = now()
+                      WHERE id = ANY($3::uuid[]) AND status = 'running' AND EXISTS (SELECT 1 FROM held)),
+            run AS (INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
+                    SELECT $4::uuid, key, $5, 'running', $6 FROM held RETURNING id),
+            taken AS (UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
+                       WHERE id = ANY($7::uuid[]) AND EXISTS (SELECT 1 FROM run) RETURNING id)
+       SELECT count(*)::int AS started FROM run`,
+      [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
+    );
+    if (rows[0]?.started !== 1) throw new LeaseLostError(lease.laneKey);
     return runId;
   }
 
@@ -192,21 +220,24 @@ export class LaneStore {
    * was lost or their worker died. The partial index on open items keeps this cheap.
    */
   async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<{ key: string }[]>`
-      SELECT l.key FROM lanes l
-       WHERE l.key IN (
-               SELECT DISTINCT lane_key FROM lane_items
-                WHERE status IN ('pending', 'running')
-                  AND created_at < now() - ${graceMs} * interval '1 millisecond')
-         AND (l.lease_token IS NULL OR l.lease_expires_at < now())
-         AND (l.retry_at IS NULL OR l.retry_at <= now())
-       LIMIT ${limit}`;
+    const { rows } = await this.pool.query<{ key: string }>(
+      `SELECT l.key FROM lanes l
+        WHERE l.key IN (
+                SELECT DISTINCT lane_key FROM lane_items
+                 WHERE status IN ('pending', 'running')
+                   AND created_at < now() - $1 * interval '1 millisecond')
+          AND (l.lease_token IS NULL OR l.lease_expires_at < now())
+          AND (l.retry_at IS NULL OR l.retry_at <= now())
+        LIMIT $2`,
+      [graceMs, limit],
+    );
     return rows.map((r) => r.key);
   }
 
   async setMode(laneKey: string, mode: LaneMode): Promise<void> {
-    await this.prisma.$executeRaw`
-      INSERT INTO lanes (key, mode, updated_at) VALUES (${laneKey}, ${mode}, now())
-      ON CONFLICT (key) DO UPDATE SET mode = EXCLUDED.mode, updated_at = now()`;
+    await this.pool.query(
+      "INSERT INTO lanes (key, mode, updated_at) VALUES ($1, $2, now()) ON CONFLICT (key) DO UPDATE SET mode = EXCLUDED.mode, updated_at = now()",
+      [laneKey, mode],
+    );
   }
 }

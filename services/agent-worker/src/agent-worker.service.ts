@@ -1,6 +1,6 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { InboundMessageRepository, SessionRepository, type PrismaClient } from "@nahida/db";
+import { InboundMessageRepository, SessionRepository, type Database } from "@nahida/db";
 import { LaneProducer, LaneRuntime } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import { createConsumer, type TypedQueue } from "@nahida/queue";
@@ -18,7 +18,7 @@ import { createMessageReceivedHandler } from "./inbound/message-received.consume
 import { createSessionRunHandler } from "./run/session-run.handler";
 
 export interface AgentWorkerOptions {
-  prisma: PrismaClient;
+  db: Pick<Database, "prisma" | "pool">;
   /** Non-blocking Redis for producers, flags and publishing. */
   redis: Redis;
   /** Creates blocking / subscriber connections this service owns. */
@@ -48,9 +48,9 @@ const MAX_ATTEMPTS = 3;
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const inbound = new InboundMessageRepository(o.prisma);
-  const sessions = new SessionRepository(o.prisma);
-  const laneProducer = new LaneProducer(o.prisma, o.queues.lanes);
+  const inbound = new InboundMessageRepository(o.db.prisma);
+  const sessions = new SessionRepository(o.db.prisma);
+  const laneProducer = new LaneProducer(o.db, o.queues.lanes);
   const abortChannel = `${o.prefix}:lanes:abort`;
   const owned: Redis[] = [];
   const connection = (purpose: string) => {
@@ -64,7 +64,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
 
   const lanes = new LaneRuntime({
-    prisma: o.prisma,
+    db: o.db,
     wakeQueue: o.queues.lanes,
     consumerConnection: connection("lanes-worker"),
     prefix: o.prefix,
@@ -74,7 +74,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     maxAttempts: MAX_ATTEMPTS,
     logger,
     handler: createSessionRunHandler({
-      prisma: o.prisma,
+      prisma: o.db.prisma,
       redis: o.redis,
       prefix: o.prefix,
       inbound,

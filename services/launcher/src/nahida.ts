@@ -114,7 +114,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
     "agent-worker": async () => {
       const llmConfigured = env.OPENAI_BASE_URL !== undefined || env.OPENAI_API_KEY !== undefined;
       const worker = await startAgentWorker({
-        prisma: db.prisma,
+        db,
         redis,
         createConnection: (purpose) => createConnection(purpose),
         prefix,
