@@ -68,17 +68,25 @@ describe("built-in commands end to end", () => {
     expect((await db.query("SELECT count(*)::int AS n FROM turns WHERE session_id = $1", [before])).rows[0].n).toBe(2);
   });
 
-  it("/trigger always makes the bot answer unaddressed group messages", async () => {
+  it("/trigger always, from a group admin, makes the bot answer unaddressed group messages; others are refused", async () => {
     const group = -100400000003;
-    const message = (text: string, id: number) => ({
-      message: { message_id: id, from: { id: 1, is_bot: false, first_name: "Bob" }, chat: { id: group, title: "G", type: "group" }, date: 1778400300, text },
+    h.telegram.setChatAdministrators(group, [{ userId: 1, status: "creator", firstName: "Bob" }]);
+    const message = (text: string, id: number, from = 1) => ({
+      message: { message_id: id, from: { id: from, is_bot: false, first_name: from === 1 ? "Bob" : "Eve" }, chat: { id: group, title: "G", type: "group" }, date: 1778400300, text },
     });
+    h.telegram.pushUpdate(message("/trigger always", 100, 2));
+    const [refused] = await sentTo(h, group, 1);
+    expect(refused!.params.text).toBe("Only group admins can do that here.");
+    h.telegram.pushUpdate(message("/reset", 101, 2));
+    const [, refusedReset] = await sentTo(h, group, 2);
+    expect(refusedReset!.params.text).toBe("Only group admins can do that here.");
+
     h.telegram.pushUpdate(message("/trigger always", 1));
-    const [ack] = await sentTo(h, group, 1);
+    const [, , ack] = await sentTo(h, group, 3);
     expect(ack!.params.text).toBe("I will answer every message in this chat.");
     h.openai.enqueue({ content: "I hear you." });
     h.telegram.pushUpdate(message("anyone around?", 2));
-    const [, answer] = await sentTo(h, group, 2);
+    const [, , , answer] = await sentTo(h, group, 4);
     expect(answer!.params.text).toBe("I hear you.");
   });
 });

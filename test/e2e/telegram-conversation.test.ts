@@ -32,6 +32,8 @@ describe("Telegram conversation end to end (polling)", () => {
     const [first] = await sentTo(h, 123456789, 1);
     expect(first!.method).toBe("sendMessage");
     expect(first!.params.text).toBe("Hello Alice! I can chat and run tools.");
+    // Private answers do not quote the user's message.
+    expect(first!.params.reply_parameters).toBeUndefined();
 
     const turns = await db.query(
       `SELECT t.role, t.content, t.metadata FROM turns t JOIN chats c ON c.current_session_id = t.session_id

@@ -72,11 +72,25 @@ describe("one Telegram poller per bot token across replicas", () => {
 
     const leader = a.poller!.isLeader ? a : b;
     const follower = leader === a ? b : a;
+    const lockKey = `${prefix}:telegram:poller:${createHash("sha256").update(TEST_BOT_TOKEN).digest("hex").slice(0, 16)}`;
+    const holder = await redis.get(lockKey);
     await leader.stop();
+    // A graceful stop gives the lock up at once instead of letting it expire.
+    expect(holder).not.toBeNull();
+    expect(await redis.get(lockKey)).not.toBe(holder);
     replicas.splice(replicas.indexOf(leader), 1);
     telegram.pushUpdate(privateText(600000002, "still there?"));
     await waitFor(async () => (await stored()) === 2, 10_000, "the follower to take over");
     expect(follower.poller!.isLeader).toBe(true);
     expect(logs.filter((l) => l.includes("getUpdates conflict"))).toEqual([]);
+  });
+
+  it("stores an update carrying NUL characters (which Postgres cannot hold) and keeps polling", async () => {
+    const before = await stored();
+    telegram.pushUpdate(privateText(600000003, "bad\u0000byte"));
+    telegram.pushUpdate(privateText(600000004, "next one"));
+    await waitFor(async () => (await stored()) === before + 2, 10_000, "both updates to be stored");
+    const row = await t.db.pool.query("SELECT message->'message'->>'text' AS text FROM inbound_messages WHERE chat_address = 'telegram:private:600000003'");
+    expect(row.rows[0].text).toBe("badbyte");
   });
 });

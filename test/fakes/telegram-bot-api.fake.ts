@@ -57,6 +57,13 @@ export type TelegramUpdate = { update_id: number } & Record<string, unknown>;
 /** An update to queue; `update_id` is assigned when absent. */
 export type TelegramUpdateInput = { update_id?: number } & Record<string, unknown>;
 
+/** A group administrator as getChatAdministrators reports it. */
+export interface ChatAdministrator {
+  userId: number;
+  status: "creator" | "administrator";
+  firstName?: string;
+}
+
 /** A running fake Telegram Bot API server. */
 export interface FakeTelegram {
   /** Pass to grammY as `client: { apiRoot }`, e.g. `http://127.0.0.1:40123` (no trailing slash). */
@@ -84,6 +91,8 @@ export interface FakeTelegram {
   pushUpdate(update: TelegramUpdateInput): TelegramUpdate;
   /** POSTs an update to the webhook URL with `X-Telegram-Bot-Api-Secret-Token`; resolves with the HTTP status. */
   deliverWebhook(update: TelegramUpdateInput): Promise<number>;
+  /** What getChatAdministrators answers for a group (default: nobody). */
+  setChatAdministrators(chatId: string | number, admins: ChatAdministrator[]): void;
   /** Makes the next matching call(s) to `method` fail instead of being handled. */
   failNext(method: string, failure: FakeTelegramFailure, options?: FailNextOptions): void;
   /**
@@ -142,6 +151,7 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
   const callWaiters = new Set<CallWaiter>();
   let failures: ScriptedFailure[] = [];
   let queue: TelegramUpdate[] = [];
+  const administrators = new Map<string, ChatAdministrator[]>();
   let nextUpdateId = 1;
   /** Highest offset a getUpdates confirmed; updates below it are gone for good. */
   let confirmedOffset = 0;
@@ -264,6 +274,18 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
         return sendMedia(call, "photo");
       case "senddocument":
         return sendMedia(call, "document");
+      case "getchatadministrators": {
+        const chatId = String(p.chat_id ?? "");
+        if (chatId === "") return badRequest(400, "Bad Request: chat_id is empty");
+        if (!chatId.startsWith("-")) return badRequest(400, "Bad Request: there are no administrators in the private chat");
+        return ok(
+          (administrators.get(chatId) ?? []).map((a) => ({
+            status: a.status,
+            user: { id: a.userId, is_bot: false, first_name: a.firstName ?? "Admin" },
+            ...(a.status === "administrator" ? { can_be_edited: false, is_anonymous: false } : { is_anonymous: false }),
+          })),
+        );
+      }
       case "sendchataction":
         if (p.chat_id === undefined || p.chat_id === "") return badRequest(400, "Bad Request: chat_id is empty");
         if (typeof p.action !== "string" || p.action === "") return badRequest(400, "Bad Request: action is empty");
@@ -494,6 +516,9 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
     },
     pushUpdate,
     deliverWebhook,
+    setChatAdministrators(chatId, admins) {
+      administrators.set(String(chatId), admins);
+    },
     failNext(method, failure, failOptions = {}) {
       failures.push({
         method: method.toLowerCase(),

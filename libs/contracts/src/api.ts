@@ -12,20 +12,23 @@ export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const ErrorBody = z.object({ error: z.object({ code: ErrorCode, message: z.string() }) }).meta({ id: "Error" });
 
+/** Postgres text cannot hold NUL; refusing it here keeps it a 400 instead of a failed insert. */
+const noNul = (schema: z.ZodString) => schema.refine((v) => !v.includes("\u0000"), { message: "must not contain NUL characters" });
+
 /** An attachment of `POST /api/send`: a file inside the workspace directory. */
 export const ApiAttachment = z
   .strictObject({
     type: AttachmentType,
-    path: z.string().min(1).max(1024).describe("path relative to the workspace directory"),
-    filename: z.string().min(1).max(255).optional(),
-    caption: z.string().max(1024).optional(),
+    path: noNul(z.string().min(1).max(1024)).describe("path relative to the workspace directory"),
+    filename: noNul(z.string().min(1).max(255)).optional(),
+    caption: noNul(z.string().max(1024)).optional(),
   })
   .meta({ id: "Attachment" });
 
 export const SendRequest = z
   .strictObject({
     target: ChatAddressString.describe("typed chat address <channel>:<type>:<id>[:<thread>], e.g. telegram:private:12345"),
-    text: z.string().max(20_000).default(""),
+    text: noNul(z.string().max(20_000)).default(""),
     reply_to: z
       .union([z.string().regex(/^\d{1,20}$/, "must be a platform message id"), z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)])
       .transform(String)
@@ -112,7 +115,7 @@ export const HistoryView = z
 export type HistoryView = z.infer<typeof HistoryView>;
 
 export const TokenCreateRequest = z
-  .strictObject({ name: z.string().trim().min(1).max(100), scopes: z.array(TokenScope).min(1).max(3) })
+  .strictObject({ name: noNul(z.string().trim().min(1).max(100)), scopes: z.array(TokenScope).min(1).max(3) })
   .meta({ id: "TokenCreateRequest" });
 
 export const TokenView = z

@@ -54,7 +54,9 @@ export function parseChatAddress(input: string): Result<ChatAddress, ChatAddress
   if (!CHANNEL_PATTERN.test(channel)) return invalid(input, `channel ${JSON.stringify(channel)} must match [a-z][a-z0-9_-]*`);
   const parsedType = ChatType.safeParse(type);
   if (!parsedType.success) return invalid(input, `unknown chat type ${JSON.stringify(type)}`);
-  if (/\s/.test(id) || (thread !== undefined && /\s/.test(thread))) return invalid(input, "whitespace inside id or thread");
+  if (/[\s\p{Cc}]/u.test(id) || (thread !== undefined && /[\s\p{Cc}]/u.test(thread))) {
+    return invalid(input, "whitespace or control characters inside id or thread");
+  }
   return ok(thread === undefined ? { channel, type: parsedType.data, id } : { channel, type: parsedType.data, id, thread });
 }
 

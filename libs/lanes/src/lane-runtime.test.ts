@@ -170,6 +170,43 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     await store.release(takeover!);
   });
 
+  it("close() hands back a run that outlives the shutdown grace, without counting the attempt", async () => {
+    const otherPrefix = testQueuePrefix("lane_shutdown");
+    const otherQueue = new TypedQueue("lanes", { connection: redis, prefix: otherPrefix });
+    const otherBlocking = createRedis({ url: TEST_REDIS_URL, blocking: true });
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const stopping = new LaneRuntime({
+      db: t.db,
+      wakeQueue: otherQueue,
+      consumerConnection: otherBlocking,
+      prefix: otherPrefix,
+      workerId: "stopping-worker",
+      shutdownGraceMs: 200,
+      logger: silent,
+      handler: async (run) => {
+        started();
+        await new Promise((_, reject) => run.signal.addEventListener("abort", () => reject(run.signal.reason)));
+      },
+    });
+    stopping.start();
+    try {
+      await new LaneProducer(t.db, otherQueue).append("test:private:shutdown", "event", "s1");
+      await running;
+      await stopping.close();
+      const item = await t.db.prisma.laneItem.findFirst({ where: { refId: "s1" } });
+      expect(item).toMatchObject({ status: "pending", attempts: 0, runId: null });
+      const runs = await t.db.prisma.laneRun.findMany({ where: { laneKey: "test:private:shutdown" } });
+      expect(runs.map((r) => [r.status, r.error])).toEqual([["lost", "handed back at shutdown"]]);
+      const lane = await t.db.prisma.lane.findUnique({ where: { key: "test:private:shutdown" } });
+      expect(lane?.leaseToken).toBeNull();
+    } finally {
+      await otherQueue.close();
+      otherBlocking.disconnect();
+      await clearQueuePrefix(TEST_REDIS_URL, otherPrefix);
+    }
+  });
+
   it("a run's signal is aborted when its lease is lost", async () => {
     const lane = "test:private:abort";
     let seen: LaneRunContext | undefined;

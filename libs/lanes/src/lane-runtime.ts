@@ -2,7 +2,7 @@ import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Tx } from "@nahida/db";
 import type { LaneItemKind, LaneMode } from "@nahida/contracts";
-import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { createConsumer, every, type Periodic, type TypedQueue } from "@nahida/queue";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
 
 export interface LaneRunContext {
@@ -26,6 +26,14 @@ export class RunStoppedError extends Error {
   override name = "RunStoppedError";
   constructor(readonly laneKey: string) {
     super(`run on lane ${laneKey} was stopped`);
+  }
+}
+
+/** The reason a run's signal carries when its process shuts down before the run finished. */
+export class ShutdownError extends Error {
+  override name = "ShutdownError";
+  constructor() {
+    super("worker is shutting down");
   }
 }
 
@@ -64,6 +72,11 @@ export interface LaneRuntimeOptions {
   retryBackoffMs?: number;
   /** Runs per claim before the lane yields to others (fairness). Default 20. */
   maxRunsPerClaim?: number;
+  /**
+   * On close, how long running runs may finish before they are aborted and handed back
+   * (their items return to pending without counting the attempt). Default 10 s.
+   */
+  shutdownGraceMs?: number;
 }
 
 /** Producer side: append work to a lane and wake it. Used by ingress and by the agent. */
@@ -100,7 +113,12 @@ export class LaneProducer {
   }
 }
 
-type RunOutcome = { kind: "ran" } | { kind: "empty" } | { kind: "lease-lost" } | { kind: "failed"; retryInMs: number };
+type RunOutcome =
+  | { kind: "ran" }
+  | { kind: "empty" }
+  | { kind: "lease-lost" }
+  | { kind: "handed-back" }
+  | { kind: "failed"; retryInMs: number };
 
 export type DrainOutcome = "drained" | "busy" | "yielded" | "failed" | "lease-lost";
 
@@ -113,7 +131,7 @@ export class LaneRuntime {
   private readonly store: LaneStore;
   private readonly producer: LaneProducer;
   private worker: Worker | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweep: Periodic | undefined;
   private stopping = false;
   /** Stop switches of the runs in progress in this process, by lane. */
   private readonly active = new Map<string, AbortController>();
@@ -131,6 +149,7 @@ export class LaneRuntime {
       maxAttempts: options.maxAttempts ?? 3,
       retryBackoffMs: options.retryBackoffMs ?? 1_000,
       maxRunsPerClaim: options.maxRunsPerClaim ?? 20,
+      shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
     };
   }
 
@@ -147,18 +166,24 @@ export class LaneRuntime {
         onError: (error) => this.options.logger.error({ err: error.message }, "lane worker error"),
       },
     );
-    this.scheduleSweep();
+    this.sweep = this.startSweep();
   }
 
   /**
-   * Graceful stop: running runs finish, no new run starts, and lanes with work left are
-   * woken for other workers.
+   * Graceful stop: no new run starts; running runs get `shutdownGraceMs` to finish, then
+   * are aborted and handed back; lanes with work left are woken for other workers.
    */
   async close(): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.sweepTimer);
-    this.sweepTimer = undefined;
-    await this.worker?.close();
+    this.sweep?.stop();
+    const grace = setTimeout(() => {
+      for (const controller of this.active.values()) controller.abort(new ShutdownError());
+    }, this.o.shutdownGraceMs);
+    try {
+      await this.worker?.close();
+    } finally {
+      clearTimeout(grace);
+    }
   }
 
   /**
@@ -172,9 +197,10 @@ export class LaneRuntime {
     return true;
   }
 
-  private scheduleSweep(): void {
-    this.sweepTimer = setTimeout(async () => {
-      try {
+  private startSweep(): Periodic {
+    return every(
+      this.o.sweepIntervalMs,
+      async () => {
         const stranded = await this.store.strandedLanes(this.o.sweepGraceMs, 500);
         for (const laneKey of stranded) {
           // A separate dedup id: the lane's own id may still be held by a dead worker's job.
@@ -185,12 +211,9 @@ export class LaneRuntime {
           );
         }
         if (stranded.length > 0) this.options.logger.info({ lanes: stranded.length }, "re-woke stranded lanes");
-      } catch (error) {
-        this.options.logger.warn({ err: (error as Error).message }, "lane sweep failed");
-      }
-      if (this.sweepTimer !== undefined) this.scheduleSweep();
-    }, this.o.sweepIntervalMs);
-    this.sweepTimer.unref();
+      },
+      (error) => this.options.logger.warn({ err: (error as Error).message }, "lane sweep failed"),
+    );
   }
 
   /** Takes the lane if free and runs its open items batch by batch until none are left. */
@@ -220,6 +243,10 @@ export class LaneRuntime {
         }
         const result = await this.runOnce(lease, leaseLost.signal);
         if (result.kind === "empty") break;
+        if (result.kind === "handed-back") {
+          outcome = "yielded";
+          break;
+        }
         if (result.kind === "failed") {
           outcome = "failed";
           retryInMs = result.retryInMs;
@@ -257,7 +284,13 @@ export class LaneRuntime {
       return { kind: "ran" };
     }
 
-    const runId = await this.store.startRun(lease, this.options.workerId, open);
+    let runId: string;
+    try {
+      runId = await this.store.startRun(lease, this.options.workerId, open);
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { kind: "lease-lost" };
+      throw error;
+    }
     const stop = new AbortController();
     this.active.set(lease.laneKey, stop);
     const runSignal = AbortSignal.any([signal, stop.signal]);
@@ -287,6 +320,16 @@ export class LaneRuntime {
       if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
         this.options.logger.warn({ laneKey: lease.laneKey, runId }, "lease lost; run discarded");
         return { kind: "lease-lost" };
+      }
+      if (committed) {
+        // The results are in; what failed came after (enqueueing is swept up elsewhere).
+        this.options.logger.warn({ laneKey: lease.laneKey, runId, err: (error as Error).message }, "run failed after its commit");
+        return { kind: "ran" };
+      }
+      if (runSignal.reason instanceof ShutdownError) {
+        await this.store.handBack(lease, runId);
+        this.options.logger.info({ laneKey: lease.laneKey, runId }, "run handed back at shutdown");
+        return { kind: "handed-back" };
       }
       const message = error instanceof Error ? error.message : String(error);
       this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run failed");

@@ -1,2 +1,3 @@
 export * from "./redis";
 export * from "./typed-queue";
+export * from "./periodic";

@@ -57,6 +57,26 @@ export class TypedQueue<Q extends QueueName> {
     });
   }
 
+  /**
+   * Makes sure a job with this id will run: adds it when missing, retries it when it failed
+   * for good, replaces it when it completed; leaves a waiting, delayed or active one alone.
+   * For sweepers whose rows say "not done" while the queue lost or gave up on the job.
+   */
+  async addOrRevive<N extends JobName<Q>>(jobName: N, payload: JobPayload<Q, N>, jobId: string): Promise<"added" | "retried" | "pending"> {
+    const existing = await this.queue.getJob(jobId);
+    if (existing) {
+      const state = await existing.getState();
+      if (state === "failed") {
+        await existing.retry("failed", { resetAttemptsMade: true });
+        return "retried";
+      }
+      if (state !== "completed") return "pending";
+      await existing.remove();
+    }
+    await this.add(jobName, payload, { jobId });
+    return "added";
+  }
+
   async close(): Promise<void> {
     await this.queue.close();
   }

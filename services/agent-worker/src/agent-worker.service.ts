@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { InboundMessageRepository, SessionRepository, type Database } from "@nahida/db";
 import { LaneProducer, LaneRuntime } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
-import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { createConsumer, every, type TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
 import { ToolRegistry } from "./agent/tool-registry";
@@ -36,6 +36,12 @@ export interface AgentWorkerOptions {
   concurrency: number;
   leaseMs: number;
   deliveryTtlMs: number;
+  /** How often stored but unrouted inbound messages are looked for. Default 10 s. */
+  inboundSweepIntervalMs?: number;
+  /** An inbound message unrouted for this long counts as lost by the queue. Default 30 s. */
+  inboundSweepGraceMs?: number;
+  /** On stop, how long running runs may finish before they are handed back to other workers. */
+  shutdownGraceMs: number;
   logger: Logger;
 }
 
@@ -72,6 +78,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     concurrency: o.concurrency,
     leaseMs: o.leaseMs,
     maxAttempts: MAX_ATTEMPTS,
+    shutdownGraceMs: o.shutdownGraceMs,
     logger,
     handler: createSessionRunHandler({
       prisma: o.db.prisma,
@@ -100,11 +107,10 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     if (lanes.abortRun(laneKey)) logger.info({ laneKey }, "run stopped by /stop");
   });
 
+  const messageReceived = createMessageReceivedHandler({ inbound, sessions, lanes: laneProducer, redis: o.redis, abortChannel, commandPrefix: commands.prefix });
   const inboundWorker: Worker = createConsumer(
     "inbound",
-    {
-      "message.received": createMessageReceivedHandler({ inbound, sessions, lanes: laneProducer, redis: o.redis, abortChannel, commandPrefix: commands.prefix }),
-    },
+    { "message.received": messageReceived },
     {
       connection: connection("inbound-worker"),
       prefix: o.prefix,
@@ -115,9 +121,24 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   );
   lanes.start();
 
+  // Inbound sweep: a stored message whose job was lost (Redis restart, retries exhausted
+  // during an outage) is routed here instead, so nothing acknowledged to a platform is lost.
+  const inboundSweep = every(
+    o.inboundSweepIntervalMs ?? 10_000,
+    async () => {
+      for (const inboundMessageId of await inbound.unrouted(o.inboundSweepGraceMs ?? 30_000, 200)) {
+        await messageReceived({ inboundMessageId }).catch((error) =>
+          logger.warn({ inboundMessageId, err: (error as Error).message }, "inbound sweep could not route a message"),
+        );
+      }
+    },
+    (error) => logger.warn({ err: (error as Error).message }, "inbound sweep failed"),
+  );
+
   return {
     lanes,
     async stop() {
+      inboundSweep.stop();
       await inboundWorker.close();
       await lanes.close();
       for (const redis of owned) redis.disconnect();

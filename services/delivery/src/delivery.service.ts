@@ -2,7 +2,7 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { DeliveryRepository, type PrismaClient } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
-import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { createConsumer, every, type TypedQueue } from "@nahida/queue";
 import type { ChannelRegistry } from "./channel-sender";
 import { createDeliverMessageHandler } from "./deliver-message.worker";
 
@@ -40,26 +40,21 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
   );
 
   // Outbox sweep: a producer that crashed between its commit and its enqueue leaves a
-  // queued row with no job. Re-adding under the delivery id is a no-op when the job exists.
-  const interval = o.sweepIntervalMs ?? 10_000;
-  let timer: NodeJS.Timeout | undefined;
-  const sweep = async () => {
-    try {
+  // queued row with no job; a job that used up its retries during an outage leaves a failed
+  // job behind a row that is still queued. Both are put back on the queue.
+  const sweep = every(
+    o.sweepIntervalMs ?? 10_000,
+    async () => {
       for (const deliveryId of await deliveries.stale(o.staleAfterMs ?? 30_000, 500)) {
-        await o.outboundQueue.add("delivery.send", { deliveryId }, { jobId: deliveryId });
+        await o.outboundQueue.addOrRevive("delivery.send", { deliveryId }, deliveryId);
       }
-    } catch (error) {
-      o.logger.warn({ err: (error as Error).message }, "delivery sweep failed");
-    }
-    timer = setTimeout(sweep, interval);
-    timer.unref();
-  };
-  timer = setTimeout(sweep, interval);
-  timer.unref();
+    },
+    (error) => o.logger.warn({ err: (error as Error).message }, "delivery sweep failed"),
+  );
 
   return {
     async stop() {
-      clearTimeout(timer);
+      sweep.stop();
       await worker.close();
       connection.disconnect();
     },

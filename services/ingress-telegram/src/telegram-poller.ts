@@ -20,6 +20,9 @@ export interface TelegramPollerOptions {
 // grammY types its signal parameter with the abort-controller polyfill; Node's is compatible.
 type GrammySignal = Parameters<Api["getUpdates"]>[1];
 
+/** Attempts to store one update before the poller skips it. */
+const MAX_UPDATE_FAILURES = 3;
+
 const ALLOWED_UPDATES = ["message", "channel_post", "edited_message", "callback_query"] as const;
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -39,6 +42,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
  */
 export class TelegramPoller {
   private readonly stopping = new AbortController();
+  /** Failed store attempts per update_id; kept across leadership restarts of the loop. */
+  private readonly failures = new Map<number, number>();
   private loop: Promise<void> | undefined;
   private leading = false;
 
@@ -52,11 +57,12 @@ export class TelegramPoller {
     this.loop = this.run();
   }
 
+  /** Stops polling and gives up the leadership at once, so another replica takes over now. */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.loop;
-    if (this.leading) await this.o.leadership.release().catch(() => undefined);
-    this.leading = false;
+    // Releases only if the lock still holds our id.
+    await this.o.leadership.release().catch(() => undefined);
   }
 
   private async run(): Promise<void> {
@@ -83,6 +89,7 @@ export class TelegramPoller {
 
   private async lead(): Promise<void> {
     const { api, leadership, logger } = this.o;
+    const failures = this.failures;
     const lost = new AbortController();
     const signal = AbortSignal.any([lost.signal, this.stopping.signal]);
     const renewal = setInterval(() => {
@@ -97,7 +104,7 @@ export class TelegramPoller {
       // getUpdates answers 409 while a webhook is set.
       await api.deleteWebhook({ drop_pending_updates: false }, signal as GrammySignal);
       let offset = Number((await this.o.redis.get(this.o.offsetKey)) ?? 0) || undefined;
-      let failures = 0;
+      let pollFailures = 0;
       while (!signal.aborted) {
         let updates: Update[];
         try {
@@ -105,10 +112,10 @@ export class TelegramPoller {
             { offset, timeout: this.o.pollTimeoutSeconds, allowed_updates: [...ALLOWED_UPDATES] },
             signal as GrammySignal,
           );
-          failures = 0;
+          pollFailures = 0;
         } catch (error) {
           if (signal.aborted) break;
-          failures++;
+          pollFailures++;
           if (error instanceof GrammyError && error.error_code === 409) {
             logger.warn({ description: error.description }, "getUpdates conflict: another poller or a webhook is active");
           } else if (error instanceof GrammyError || error instanceof HttpError) {
@@ -116,14 +123,24 @@ export class TelegramPoller {
           } else {
             throw error;
           }
-          await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), signal);
+          await sleep(Math.min(30_000, 500 * 2 ** Math.min(pollFailures, 6)), signal);
           continue;
         }
         for (const update of updates) {
           // Stored before it is confirmed: a crash here means Telegram sends it again,
           // and the update_id dedupe keeps it single.
-          const outcome = await this.o.acceptUpdate(update);
-          if (outcome.kind === "ignored") logger.debug({ update_id: update.update_id, reason: outcome.reason }, "update ignored");
+          try {
+            const outcome = await this.o.acceptUpdate(update);
+            if (outcome.kind === "ignored") logger.debug({ update_id: update.update_id, reason: outcome.reason }, "update ignored");
+            failures.delete(update.update_id);
+          } catch (error) {
+            // One update that can never be stored must not stop intake for the whole bot.
+            const count = (failures.get(update.update_id) ?? 0) + 1;
+            failures.set(update.update_id, count);
+            if (count < MAX_UPDATE_FAILURES) throw error;
+            logger.error({ update_id: update.update_id, err: (error as Error).message }, "update could not be stored; skipped");
+            failures.delete(update.update_id);
+          }
           offset = update.update_id + 1;
         }
         if (updates.length > 0) await this.o.redis.set(this.o.offsetKey, String(offset));

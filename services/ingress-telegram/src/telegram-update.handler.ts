@@ -22,8 +22,19 @@ export interface TelegramUpdateHandlerOptions {
  * its job is added again under the same job id, which BullMQ ignores while the first exists
  * and the lane ignores after (one lane item per inbound message).
  */
+/** Removes NUL characters from every string: Postgres text and jsonb cannot store them. */
+export function stripNul<T>(value: T): T {
+  if (typeof value === "string") return value.replaceAll("\u0000", "") as T;
+  if (Array.isArray(value)) return value.map(stripNul) as T;
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [stripNul(k), stripNul(v)])) as T;
+  }
+  return value;
+}
+
 export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOptions) {
-  return async function acceptUpdate(update: Update): Promise<AcceptOutcome> {
+  return async function acceptUpdate(incoming: Update): Promise<AcceptOutcome> {
+    const update = stripNul(incoming);
     const chat = (update.message ?? update.channel_post)?.chat;
     if (options.admins && chat && (chat.type === "group" || chat.type === "supergroup")) {
       await options.admins.prefetch(String(chat.id));

@@ -135,6 +135,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
         concurrency: env.AGENT_CONCURRENCY,
         leaseMs: env.LANE_LEASE_MS,
         deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
+        // Half the shutdown budget for running runs; the rest for handing back and closing.
+        shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
       });
       if (!llmConfigured) logger.warn("no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
@@ -169,8 +171,10 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
     throw error;
   }
 
+  // Stop in start order: intake (gateway, ingress) first, delivery last, so the replies
+  // of runs that finish while stopping still go out.
   result.stop = async () => {
-    for (const service of [...running].reverse()) {
+    for (const service of running) {
       await service.stop().catch((e) => logger.error({ service: service.name, err: (e as Error).message }, "stop failed"));
     }
     await closeClients();

@@ -22,13 +22,28 @@ export class ApiTokenRepository {
     return { token, secret };
   }
 
-  /** Makes NAHIDA_API_TOKEN a live admin token (and retires the previous value). */
+  /**
+   * Makes NAHIDA_API_TOKEN an admin token and retires the previous value. A revoked
+   * bootstrap token stays revoked across restarts; setting a new value revives the row.
+   */
   async upsertBootstrap(secret: string): Promise<void> {
-    // One statement, so gateway replicas starting together cannot race each other.
+    try {
+      await this.upsertBootstrapOnce(secret);
+    } catch (error) {
+      // Two replicas inserting the first row at once: the loser trips the token_hash index
+      // (ON CONFLICT arbitrates only on id). The row exists now, so a second try updates it.
+      if ((error as { code?: string }).code !== "P2010" && !String((error as Error).message).includes("23505")) throw error;
+      await this.upsertBootstrapOnce(secret);
+    }
+  }
+
+  private async upsertBootstrapOnce(secret: string): Promise<void> {
     await this.prisma.$executeRaw`
       INSERT INTO api_tokens (id, name, token_hash, prefix, scopes)
       VALUES (${BOOTSTRAP_TOKEN_ID}::uuid, 'NAHIDA_API_TOKEN', ${hashToken(secret)}, ${secret.slice(0, 4)}, ARRAY['admin'])
-      ON CONFLICT (id) DO UPDATE SET token_hash = EXCLUDED.token_hash, prefix = EXCLUDED.prefix, scopes = EXCLUDED.scopes, revoked_at = NULL`;
+      ON CONFLICT (id) DO UPDATE
+        SET revoked_at = CASE WHEN api_tokens.token_hash = EXCLUDED.token_hash THEN api_tokens.revoked_at END,
+            token_hash = EXCLUDED.token_hash, prefix = EXCLUDED.prefix, scopes = EXCLUDED.scopes`;
   }
 
   async findByHash(tokenHash: string): Promise<ApiToken | null> {

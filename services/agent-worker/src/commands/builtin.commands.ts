@@ -3,6 +3,16 @@ import type { CommandContext } from "./command-context";
 
 type Command = CommandDefinition<CommandContext>;
 
+/**
+ * In groups, commands that change the chat for everyone need an admin or the owner; the
+ * answer says so instead of acting. Null when the sender may go ahead.
+ */
+function refuseUnlessGroupAdmin(context: CommandContext): string | null {
+  if (context.chatType === "private") return null;
+  if (context.senderRoles.includes("admin") || context.senderRoles.includes("owner")) return null;
+  return "Only group admins can do that here.";
+}
+
 const help: Command = {
   name: "help",
   description: "list the commands",
@@ -25,8 +35,10 @@ const status: Command = {
 
 const newSession: Command = {
   name: "new",
-  description: "start a new session (the old one is kept)",
+  description: "start a new session (the old one is kept; group admins only in groups)",
   handler: ({ context }) => {
+    const refused = refuseUnlessGroupAdmin(context);
+    if (refused) return refused;
     const id = context.rotateSession();
     return `Started a new session (${id.slice(0, 8)}).`;
   },
@@ -34,8 +46,10 @@ const newSession: Command = {
 
 const reset: Command = {
   name: "reset",
-  description: "forget this session's history",
+  description: "forget this session's history (group admins only in groups)",
   handler: async ({ context }) => {
+    const refused = refuseUnlessGroupAdmin(context);
+    if (refused) return refused;
     const n = await context.turnCount();
     context.clearHistory();
     return `Cleared this session's history (${n} turns).`;
@@ -56,12 +70,14 @@ const model: Command = {
 
 const trigger: Command = {
   name: "trigger",
-  description: "in groups: answer only when addressed (mention) or every message (always)",
+  description: "in groups: answer only when addressed (mention) or every message (always); admins only",
   usage: "[mention|always]",
   handler: ({ context, args }) => {
     if (context.chatType === "private") return "In private chats I answer every message.";
     if (args === "") return `Trigger mode: ${context.triggerMode}. Use /trigger mention or /trigger always.`;
     if (args !== "mention" && args !== "always") return "Usage: /trigger mention|always";
+    const refused = refuseUnlessGroupAdmin(context);
+    if (refused) return refused;
     context.setTriggerMode(args);
     return args === "always" ? "I will answer every message in this chat." : "I will answer only when mentioned, replied to or commanded.";
   },

@@ -9,6 +9,8 @@ export interface CommandContext {
   /** The chat's current session; `/new` replaces it for the rest of the run. */
   sessionId: string;
   triggerMode: string;
+  /** Role tags of the sender in this chat (`admin`, `owner`), as the ingress saw them. */
+  senderRoles: string[];
   model: string | null;
   turnCount(): Promise<number>;
   /** Starts a fresh session for the chat and returns its id. */

@@ -30,6 +30,43 @@ function attachmentMarkers(attachments: Attachment[] | undefined): string {
   return attachments.map((a) => `\n[${a.type}${a.filename ? `: ${a.filename}` : ""}]`).join("");
 }
 
+/**
+ * Chat APIs require an assistant message with tool calls to be followed directly by its
+ * tool results. Anything stored in between (an event recorded concurrently) moves to just
+ * after the results; results without a call before them are dropped.
+ */
+export function keepToolResultsAdjacent(messages: ChatMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let pending: Set<string> | null = null;
+  let deferred: ChatMessage[] = [];
+  const flush = () => {
+    out.push(...deferred);
+    deferred = [];
+    pending = null;
+  };
+  for (const message of messages) {
+    if (message.role === "tool") {
+      if (pending?.has(message.tool_call_id)) {
+        out.push(message);
+        pending.delete(message.tool_call_id);
+        if (pending.size === 0) flush();
+      }
+      continue;
+    }
+    if (pending) {
+      if (message.role === "assistant" || message.role === "user") flush();
+      else {
+        deferred.push(message);
+        continue;
+      }
+    }
+    out.push(message);
+    if (message.role === "assistant" && message.tool_calls?.length) pending = new Set(message.tool_calls.map((c) => c.id));
+  }
+  flush();
+  return out;
+}
+
 /** The stored fields a turn is rendered from. */
 export interface RenderableTurn {
   role: string;
@@ -77,7 +114,7 @@ export function createContextBuilder(options: ContextBuilderOptions) {
       const firstUser = history.findIndex((t) => t.role === "user");
       const window = firstUser === -1 ? [] : history.slice(firstUser);
       const rendered = [...window, ...fresh].map(renderTurn).filter((m): m is ChatMessage => m !== null);
-      return [{ role: "system", content: system }, ...rendered];
+      return [{ role: "system", content: system }, ...keepToolResultsAdjacent(rendered)];
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { parseChatAddress } from "@nahida/contracts";
-import { laneKeyForChat, type InboundMessageRepository, type SessionRepository } from "@nahida/db";
+import { laneKeyForChat, type InboundMessageRepository, type InboundRecord, type SessionRepository } from "@nahida/db";
 import type { LaneProducer } from "@nahida/lanes";
 import { PermanentJobError } from "@nahida/queue";
 import { parseCommand } from "../commands/command-router";
@@ -30,17 +30,24 @@ export function createMessageReceivedHandler(o: MessageReceivedOptions) {
     const address = parseChatAddress(record.chatAddress);
     if (!address.ok) throw new PermanentJobError(address.error.message);
 
+    const outcome = await route(record, address.value.type);
+    await o.inbound.markRouted(record.id);
+    return outcome;
+  };
+
+  async function route(record: InboundRecord, chatType: string): Promise<MessageReceivedOutcome> {
     const fromIngress = record.extra.command as { name: string; addressedToOther?: boolean } | undefined;
     if (fromIngress?.addressedToOther) return "for_another_bot";
     const command = fromIngress ?? parseCommand(record.message.text.trim(), o.commandPrefix);
 
     const chat = await o.sessions.ensureChat(record.chatAddress, record.channel, record.message.chatDisplayName);
-    const addressed = address.value.type === "private" || record.message.mentionsBot || command !== null || chat.triggerMode === "always";
+    const addressed = chatType === "private" || record.message.mentionsBot || command !== null || chat.triggerMode === "always";
     if (!addressed) return "not_addressed";
 
     const laneKey = laneKeyForChat(record.chatAddress);
-    if (command?.name === "stop") await o.redis.publish(o.abortChannel, laneKey);
-    await o.lanes.append(laneKey, "inbound", record.id);
+    const { created } = await o.lanes.append(laneKey, "inbound", record.id);
+    // Only the first append broadcasts: a retried or swept /stop must not stop a later run.
+    if (created && command?.name === "stop") await o.redis.publish(o.abortChannel, laneKey);
     return "queued";
-  };
+  }
 }

@@ -112,9 +112,15 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     const state = { sessionId: session.id, triggerMode: chat.triggerMode, cleared: new Set<string>() };
     const isGroup = chatType !== "private";
 
-    const reply = (record: InboundRecord, message: Partial<OutboundMessage>, source: string) => {
+    /** Queues a reply; `replyTo` is explicit so that "no quote" stays possible. */
+    const reply = (record: InboundRecord, message: Partial<OutboundMessage>, source: string, replyTo: string | undefined) => {
       writes.deliveries.push({
-        message: { text: message.text ?? "", attachments: message.attachments ?? [], extra: message.extra ?? {}, replyTo: message.replyTo ?? record.message.messageId },
+        message: {
+          text: message.text ?? "",
+          attachments: message.attachments ?? [],
+          extra: message.extra ?? {},
+          ...(replyTo !== undefined ? { replyTo } : {}),
+        },
         sessionId: state.sessionId,
         inboundMessageId: record.id,
         source,
@@ -132,6 +138,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           channel,
           sessionId: state.sessionId,
           triggerMode: state.triggerMode,
+          senderRoles: part.record.message.sender.roles,
           model: o.model,
           turnCount: async () =>
             (state.cleared.has(state.sessionId) || state.sessionId !== session.id ? 0 : await turns.count(state.sessionId)) +
@@ -164,7 +171,8 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           // An unknown /word is ordinary text for the agent.
           await answerMessages([part.record]);
         } else if (outcome.reply) {
-          reply(part.record, outcome.reply, "command");
+          // Command answers quote the command, as the command contract says.
+          reply(part.record, outcome.reply, "command", outcome.reply.replyTo ?? part.record.message.messageId);
         }
         continue;
       }
@@ -192,7 +200,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       const replyTo = isGroup ? last.message.messageId : undefined;
 
       if (!o.runAgent) {
-        reply(last, { text: NO_LLM_HINT, replyTo }, "agent");
+        reply(last, { text: NO_LLM_HINT }, "agent", replyTo);
         return;
       }
       const messages = await o.contextBuilder.build(await history(sessionId), [...earlier, ...userTurns].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })));
@@ -209,7 +217,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         if (run.signal.aborted) throw error;
         if (run.items.some((i) => i.attempts >= o.maxAttempts)) {
           o.logger.error({ err: (error as Error).message, laneKey: run.laneKey }, "LLM failed on the last attempt");
-          reply(last, { text: LLM_FAILED_REPLY, replyTo }, "agent");
+          reply(last, { text: LLM_FAILED_REPLY }, "agent", replyTo);
           return;
         }
         throw error;
@@ -228,7 +236,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         return;
       }
       pending.push({ role: "assistant", content: decision.text, source: "agent", runId: run.runId });
-      reply(last, { text: decision.text, replyTo }, "agent");
+      reply(last, { text: decision.text }, "agent", replyTo);
     }
 
     await enqueueDeliveries(await commit(run, writes));

@@ -94,6 +94,9 @@ export function createSendService(o: SendServiceOptions) {
           tx,
         );
         if (request.session_id) {
+          // A run commits its turns under this lock; taking it keeps the event from landing
+          // between a tool call and its result (the model API would reject that history).
+          await tx.$queryRaw`SELECT 1 FROM lanes WHERE key = (SELECT lane_key FROM sessions WHERE id = ${request.session_id}::uuid) FOR UPDATE`;
           await tx.turn.create({
             data: {
               sessionId: request.session_id,

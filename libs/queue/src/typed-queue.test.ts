@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { TEST_REDIS_URL, clearQueuePrefix, testQueuePrefix, waitFor } from "../../../test/support/infra";
+import { createRedis } from "./redis";
+import { InvalidJobPayloadError, TypedQueue, createConsumer } from "./typed-queue";
+
+describe("TypedQueue", () => {
+  let redis: Redis;
+  let blocking: Redis;
+  let prefix: string;
+  let queue: TypedQueue<"outbound">;
+  beforeAll(() => {
+    redis = createRedis({ url: TEST_REDIS_URL });
+    blocking = createRedis({ url: TEST_REDIS_URL, blocking: true });
+    prefix = testQueuePrefix("typed_queue");
+    queue = new TypedQueue("outbound", { connection: redis, prefix });
+  });
+  afterAll(async () => {
+    await queue.close();
+    redis.disconnect();
+    blocking.disconnect();
+    await clearQueuePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  it("refuses a payload that breaks its catalog schema before it reaches Redis", async () => {
+    await expect(queue.add("delivery.send", { deliveryId: "not-a-uuid" })).rejects.toBeInstanceOf(InvalidJobPayloadError);
+    expect(await queue.queue.count()).toBe(0);
+  });
+
+  it("addOrRevive retries a job that failed for good and leaves a pending one alone", async () => {
+    const id = "6f1c2d3e-0000-4000-8000-000000000001";
+    let calls = 0;
+    const worker = createConsumer(
+      "outbound",
+      {
+        "delivery.send": async () => {
+          calls++;
+          if (calls === 1) throw new Error("postgres is down");
+          return "sent";
+        },
+      },
+      { connection: blocking, prefix, concurrency: 1 },
+    );
+    try {
+      await queue.add("delivery.send", { deliveryId: id }, { jobId: id, attempts: 1 });
+      await waitFor(async () => (await (await queue.queue.getJob(id))?.getState()) === "failed", 5_000, "the job to fail");
+      // A plain add under the same id would be ignored while the failed job is kept.
+      expect(await queue.addOrRevive("delivery.send", { deliveryId: id }, id)).toBe("retried");
+      await waitFor(async () => (await (await queue.queue.getJob(id))?.getState()) === "completed", 5_000, "the retry to complete");
+      expect(calls).toBe(2);
+      expect(await queue.addOrRevive("delivery.send", { deliveryId: id }, id)).toBe("added");
+      await waitFor(async () => calls === 3, 5_000, "the re-added job to run");
+    } finally {
+      await worker.close();
+    }
+  });
+});

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { startAgentWorker, type RunningAgentWorker } from "@nahida/agent-worker";
+import { InboundMessageRepository } from "@nahida/db";
+import { createLogger } from "@nahida/observability";
+import { TypedQueue, createRedis } from "@nahida/queue";
+import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, waitFor, type TestDatabase } from "../support/infra";
+
+describe("inbound sweep", () => {
+  let t: TestDatabase;
+  let redis: Redis;
+  let prefix: string;
+  let worker: RunningAgentWorker;
+  const connections: Redis[] = [];
+  let queues: { inbound: TypedQueue<"inbound">; lanes: TypedQueue<"lanes">; outbound: TypedQueue<"outbound"> };
+
+  beforeAll(async () => {
+    t = await createTestDatabase("inbound_sweep");
+    redis = createRedis({ url: TEST_REDIS_URL });
+    prefix = testQueuePrefix("inbound_sweep");
+    queues = {
+      inbound: new TypedQueue("inbound", { connection: redis, prefix }),
+      lanes: new TypedQueue("lanes", { connection: redis, prefix }),
+      outbound: new TypedQueue("outbound", { connection: redis, prefix }),
+    };
+    worker = await startAgentWorker({
+      db: t.db,
+      redis,
+      createConnection: () => {
+        const c = createRedis({ url: TEST_REDIS_URL, blocking: true });
+        connections.push(c);
+        return c;
+      },
+      prefix,
+      queues,
+      workerId: "sweep-test",
+      llm: null,
+      timeZone: "UTC",
+      maxIterations: 4,
+      historyTurns: 10,
+      commandTimeoutMs: 1_000,
+      concurrency: 2,
+      leaseMs: 5_000,
+      deliveryTtlMs: 60_000,
+      shutdownGraceMs: 1_000,
+      inboundSweepIntervalMs: 200,
+      inboundSweepGraceMs: 0,
+      logger: createLogger({ level: "silent", service: "test" }),
+    });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    for (const q of Object.values(queues ?? {})) await q.close();
+    redis?.disconnect();
+    for (const c of connections) c.disconnect();
+    await clearQueuePrefix(TEST_REDIS_URL, prefix);
+    await t?.drop();
+  });
+
+  it("routes a stored message whose queue job was lost, and answers it once", async () => {
+    // Stored by an ingress whose enqueue never happened (Redis lost the job).
+    const { id } = await new InboundMessageRepository(t.db.prisma).store({
+      dedupeKey: "update:1",
+      message: {
+        messageId: "17",
+        channel: "telegram",
+        chat: "telegram:private:42",
+        sender: { id: "42", displayName: "Ann", label: "Ann", roles: [], isBot: false },
+        text: "hello?",
+        attachments: [],
+        mentionsBot: true,
+        timestamp: "2026-05-10T08:03:00.000Z",
+      },
+      context: { timestamp: "2026-05-10T08:03:00.000Z", channel: "telegram", chatType: "private", senderLabel: "Ann", roles: [] },
+      raw: {},
+    });
+    const delivery = await waitFor(
+      async () => (await t.db.prisma.delivery.findMany({ where: { inboundMessageId: id } }))[0],
+      10_000,
+      "the swept message to be answered",
+    );
+    expect((delivery.message as { text: string }).text).toContain("no language model is configured");
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await t.db.prisma.delivery.count({ where: { inboundMessageId: id } })).toBe(1);
+    expect((await t.db.prisma.inboundMessage.findUnique({ where: { id } }))?.routedAt).not.toBeNull();
+  });
+});
