@@ -57,6 +57,18 @@ describe("inbound sweep", () => {
     await t?.drop();
   });
 
+  it("marks a message it can never route as routed, so it does not block the sweep", async () => {
+    await t.db.pool.query(
+      `INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, sent_at, received_at)
+       VALUES (gen_random_uuid(), 'telegram', 'broken:1', '1', 'not-an-address', '{}', now(), now() - interval '1 minute')`,
+    );
+    await waitFor(
+      async () => (await t.db.pool.query("SELECT routed_at FROM inbound_messages WHERE dedupe_key = 'broken:1'")).rows[0]?.routed_at,
+      10_000,
+      "the broken row to be marked",
+    );
+  });
+
   it("routes a stored message whose queue job was lost, and answers it once", async () => {
     // Stored by an ingress whose enqueue never happened (Redis lost the job).
     const { id } = await new InboundMessageRepository(t.db.prisma).store({

@@ -91,6 +91,31 @@ describe("built-in commands end to end", () => {
   });
 });
 
+describe("anonymous group admins", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("e2e_anon_admin");
+  });
+  afterAll(async () => h?.close());
+
+  it("may change the chat, since only admins can post as the group", async () => {
+    const group = -100400000009;
+    h.telegram.pushUpdate({
+      message: {
+        message_id: 7,
+        from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" },
+        sender_chat: { id: group, title: "Ops", type: "supergroup" },
+        chat: { id: group, title: "Ops", type: "supergroup" },
+        date: 1778400300,
+        text: "/trigger always",
+        entities: [{ offset: 0, length: 8, type: "bot_command" }],
+      },
+    });
+    const [ack] = await sentTo(h, group, 1);
+    expect(ack!.params.text).toBe("I will answer every message in this chat.");
+  });
+});
+
 describe("when the LLM keeps failing", () => {
   let h: Harness;
   beforeAll(async () => {

@@ -49,3 +49,14 @@ export function createDatabase(options: DatabaseOptions): Database {
     },
   };
 }
+
+/**
+ * True when Postgres refused the data itself (SQLSTATE class 22 data exception or 23
+ * integrity violation): retrying the same statement cannot succeed. Connection failures
+ * and timeouts are not data errors.
+ */
+export function isDataError(error: unknown): boolean {
+  const meta = (error as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown } } } } | null)?.meta;
+  const code = meta?.driverAdapterError?.cause?.originalCode ?? (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^2[23][0-9A-Z]{3}$/.test(code);
+}

@@ -66,12 +66,17 @@ export class TypedQueue<Q extends QueueName> {
     const existing = await this.queue.getJob(jobId);
     if (existing) {
       const state = await existing.getState();
-      if (state === "failed") {
-        await existing.retry("failed", { resetAttemptsMade: true });
-        return "retried";
+      try {
+        if (state === "failed") {
+          await existing.retry("failed", { resetAttemptsMade: true });
+          return "retried";
+        }
+        if (state !== "completed") return "pending";
+        await existing.remove();
+      } catch {
+        // Another sweeper revived or replaced it first.
+        return "pending";
       }
-      if (state !== "completed") return "pending";
-      await existing.remove();
     }
     await this.add(jobName, payload, { jobId });
     return "added";

@@ -1,5 +1,7 @@
 import type { Api } from "grammy";
 
+const FAILED_LOOKUP_TTL_MS = 30_000;
+
 interface Entry {
   roles: Map<string, string[]>;
   expiresAt: number;
@@ -38,15 +40,18 @@ export class ChatAdminsCache {
 
   private async load(chatId: string): Promise<void> {
     const roles = new Map<string, string[]>();
+    let ttlMs = this.ttlMs;
     try {
       const admins = await this.api.getChatAdministrators(chatId);
       for (const member of admins) {
         roles.set(String(member.user.id), [member.status === "creator" ? "owner" : "admin"]);
       }
     } catch {
-      // Not allowed to list admins (channel, private group settings): tag nobody.
+      // Not allowed to list admins, or Telegram hiccuped: tag nobody, and ask again soon
+      // rather than treating real admins as members for the full TTL.
+      ttlMs = FAILED_LOOKUP_TTL_MS;
     }
     if (this.entries.size >= this.maxChats) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(chatId, { roles, expiresAt: Date.now() + this.ttlMs });
+    this.entries.set(chatId, { roles, expiresAt: Date.now() + ttlMs });
   }
 }

@@ -3,7 +3,7 @@ import type { Update } from "grammy/types";
 import type { Redis } from "ioredis";
 import type { Logger } from "@nahida/observability";
 import type { RedisLeadership } from "./poller-leadership";
-import type { AcceptUpdate } from "./telegram-update.handler";
+import { UnstorableUpdateError, type AcceptUpdate } from "./telegram-update.handler";
 
 export interface TelegramPollerOptions {
   api: Api;
@@ -19,9 +19,6 @@ export interface TelegramPollerOptions {
 
 // grammY types its signal parameter with the abort-controller polyfill; Node's is compatible.
 type GrammySignal = Parameters<Api["getUpdates"]>[1];
-
-/** Attempts to store one update before the poller skips it. */
-const MAX_UPDATE_FAILURES = 3;
 
 const ALLOWED_UPDATES = ["message", "channel_post", "edited_message", "callback_query"] as const;
 
@@ -42,8 +39,6 @@ const sleep = (ms: number, signal: AbortSignal) =>
  */
 export class TelegramPoller {
   private readonly stopping = new AbortController();
-  /** Failed store attempts per update_id; kept across leadership restarts of the loop. */
-  private readonly failures = new Map<number, number>();
   private loop: Promise<void> | undefined;
   private leading = false;
 
@@ -89,7 +84,6 @@ export class TelegramPoller {
 
   private async lead(): Promise<void> {
     const { api, leadership, logger } = this.o;
-    const failures = this.failures;
     const lost = new AbortController();
     const signal = AbortSignal.any([lost.signal, this.stopping.signal]);
     const renewal = setInterval(() => {
@@ -132,14 +126,11 @@ export class TelegramPoller {
           try {
             const outcome = await this.o.acceptUpdate(update);
             if (outcome.kind === "ignored") logger.debug({ update_id: update.update_id, reason: outcome.reason }, "update ignored");
-            failures.delete(update.update_id);
           } catch (error) {
-            // One update that can never be stored must not stop intake for the whole bot.
-            const count = (failures.get(update.update_id) ?? 0) + 1;
-            failures.set(update.update_id, count);
-            if (count < MAX_UPDATE_FAILURES) throw error;
-            logger.error({ update_id: update.update_id, err: (error as Error).message }, "update could not be stored; skipped");
-            failures.delete(update.update_id);
+            // An outage (Postgres down) is retried without end and confirms nothing; only an
+            // update whose data Postgres refuses is skipped, or it would stop intake forever.
+            if (!(error instanceof UnstorableUpdateError)) throw error;
+            logger.error({ update_id: update.update_id, err: (error.cause as Error)?.message }, "update cannot be stored; skipped");
           }
           offset = update.update_id + 1;
         }

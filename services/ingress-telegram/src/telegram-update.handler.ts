@@ -1,8 +1,19 @@
 import type { Update } from "grammy/types";
-import type { InboundMessageRepository } from "@nahida/db";
+import { isDataError, type InboundMessageRepository } from "@nahida/db";
 import type { TypedQueue } from "@nahida/queue";
 import { normalizeUpdate, type TelegramBotIdentity } from "./telegram.normalizer";
 import type { ChatAdminsCache } from "./chat-admins.cache";
+
+/** Postgres refuses this update's data; storing it again cannot succeed. */
+export class UnstorableUpdateError extends Error {
+  override name = "UnstorableUpdateError";
+  constructor(
+    readonly updateId: number,
+    options: { cause: unknown },
+  ) {
+    super(`update ${updateId} cannot be stored`, options);
+  }
+}
 
 export type AcceptOutcome =
   | { kind: "stored"; inboundMessageId: string; duplicate: boolean }
@@ -40,16 +51,25 @@ export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOption
       await options.admins.prefetch(String(chat.id));
     }
     const normalized = normalizeUpdate(update, options.bot, {
-      rolesFor: (chatId, senderId) => options.admins?.rolesFor(chatId, senderId) ?? [],
+      // In a group or channel, a sender that is the chat itself is an anonymous admin or the
+      // channel. (In a private chat the user's id equals the chat's: no role there.)
+      rolesFor: (chatId, senderId) =>
+        chat && chat.type !== "private" && senderId === chatId ? ["admin"] : options.admins?.rolesFor(chatId, senderId) ?? [],
     });
     if (normalized.kind === "ignored") return { kind: "ignored", reason: normalized.reason };
-    const stored = await options.inbound.store({
-      dedupeKey: normalized.dedupeKey,
-      message: normalized.message,
-      context: normalized.context,
-      extra: normalized.command ? { command: normalized.command } : {},
-      raw: update,
-    });
+    let stored;
+    try {
+      stored = await options.inbound.store({
+        dedupeKey: normalized.dedupeKey,
+        message: normalized.message,
+        context: normalized.context,
+        extra: normalized.command ? { command: normalized.command } : {},
+        raw: update,
+      });
+    } catch (error) {
+      if (isDataError(error)) throw new UnstorableUpdateError(update.update_id, { cause: error });
+      throw error;
+    }
     await options.queue.add("message.received", { inboundMessageId: stored.id }, { jobId: stored.id });
     return { kind: "stored", inboundMessageId: stored.id, duplicate: !stored.created };
   };

@@ -15,6 +15,8 @@ export interface InboundRecord {
   context: MessageContext;
   /** Channel-specific facts the agent worker needs (command parsing, ...). */
   extra: Record<string, unknown>;
+  /** When the ingress stored it (server clock). */
+  receivedAt: Date;
 }
 
 /** Normalized platform messages, stored before the platform is acknowledged. */
@@ -73,7 +75,9 @@ export class InboundMessageRepository {
       const row = byId.get(id);
       if (!row) return [];
       const body = row.message as unknown as StoredBody;
-      return [{ id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: body.message, context: body.context, extra: body.extra ?? {} }];
+      return [
+        { id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: body.message, context: body.context, extra: body.extra ?? {}, receivedAt: row.receivedAt },
+      ];
     });
   }
 }

@@ -15,6 +15,9 @@ export interface MessageReceivedOptions {
   commandPrefix: string;
 }
 
+/** A /stop older than this no longer interrupts the run in progress. */
+const STOP_FRESH_MS = 10_000;
+
 export type MessageReceivedOutcome = "queued" | "not_addressed" | "for_another_bot";
 
 /**
@@ -28,7 +31,11 @@ export function createMessageReceivedHandler(o: MessageReceivedOptions) {
     const record = await o.inbound.get(inboundMessageId);
     if (!record) throw new PermanentJobError(`inbound message ${inboundMessageId} does not exist`);
     const address = parseChatAddress(record.chatAddress);
-    if (!address.ok) throw new PermanentJobError(address.error.message);
+    if (!address.ok) {
+      // Routed nowhere, for good: the sweeper must not retry it forever.
+      await o.inbound.markRouted(record.id);
+      throw new PermanentJobError(address.error.message);
+    }
 
     const outcome = await route(record, address.value.type);
     await o.inbound.markRouted(record.id);
@@ -46,8 +53,10 @@ export function createMessageReceivedHandler(o: MessageReceivedOptions) {
 
     const laneKey = laneKeyForChat(record.chatAddress);
     const { created } = await o.lanes.append(laneKey, "inbound", record.id);
-    // Only the first append broadcasts: a retried or swept /stop must not stop a later run.
-    if (created && command?.name === "stop") await o.redis.publish(o.abortChannel, laneKey);
+    // Only a fresh /stop interrupts: a retried one, or one the sweeper found late, would
+    // stop a run that is answering something newer.
+    const fresh = Date.now() - record.receivedAt.getTime() < STOP_FRESH_MS;
+    if (created && fresh && command?.name === "stop") await o.redis.publish(o.abortChannel, laneKey);
     return "queued";
   }
 }

@@ -44,7 +44,9 @@ export class TelegramSender implements ChannelSender {
   private readonly api: Api;
 
   constructor(private readonly o: TelegramSenderOptions) {
-    this.api = new Api(o.token, { apiRoot: o.apiRoot });
+    // grammY waits 500 s by default; a send that hangs that long would hold up every later
+    // message to the chat (they go out in order).
+    this.api = new Api(o.token, { apiRoot: o.apiRoot, timeoutSeconds: 60 });
   }
 
   async send(target: ChatAddress, message: OutboundMessage, progress: SendProgress): Promise<void> {

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Api } from "grammy";
+import type { Update } from "grammy/types";
+import pino from "pino";
+import type { Redis } from "ioredis";
+import { createRedis } from "@nahida/queue";
+import { startFakeTelegram, type FakeTelegram } from "../../../test/fakes/telegram-bot-api.fake";
+import { TEST_REDIS_URL, clearQueuePrefix, testQueuePrefix, waitFor } from "../../../test/support/infra";
+import { RedisLeadership } from "./poller-leadership";
+import { TelegramPoller } from "./telegram-poller";
+import { UnstorableUpdateError, type AcceptOutcome } from "./telegram-update.handler";
+
+const update = (text: string) => ({
+  message: { message_id: 1, from: { id: 5, is_bot: false, first_name: "A" }, chat: { id: 5, type: "private", first_name: "A" }, date: 1778400180, text },
+});
+
+describe("TelegramPoller when storing fails", () => {
+  let telegram: FakeTelegram;
+  let redis: Redis;
+  let prefix: string;
+  beforeAll(async () => {
+    telegram = await startFakeTelegram();
+    redis = createRedis({ url: TEST_REDIS_URL });
+    prefix = testQueuePrefix("poller_failures");
+  });
+  afterAll(async () => {
+    await telegram?.close();
+    redis?.disconnect();
+    await clearQueuePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  function poller(acceptUpdate: (u: Update) => Promise<AcceptOutcome>, key: string) {
+    return new TelegramPoller({
+      api: new Api("1:x", { apiRoot: telegram.apiRoot }),
+      leadership: new RedisLeadership(redis, `${prefix}:lock:${key}`, key, 3_000),
+      redis,
+      offsetKey: `${prefix}:offset:${key}`,
+      acceptUpdate,
+      pollTimeoutSeconds: 1,
+      logger: pino({ level: "silent" }),
+    });
+  }
+
+  it("never confirms an update while Postgres is unreachable, and stores it once it is back", async () => {
+    const seen: string[] = [];
+    let outage = 3;
+    const p = poller(async (u) => {
+      const text = (u.message as { text: string }).text;
+      if (outage-- > 0) throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+      seen.push(text);
+      return { kind: "stored", inboundMessageId: text, duplicate: false };
+    }, "outage");
+    telegram.pushUpdate(update("during outage"));
+    p.start();
+    try {
+      await waitFor(async () => seen.includes("during outage"), 20_000, "the update to be stored after the outage");
+    } finally {
+      await p.stop();
+    }
+    expect(seen).toEqual(["during outage"]);
+  }, 30_000);
+
+  it("skips an update whose data Postgres refuses, and goes on with the next", async () => {
+    const seen: string[] = [];
+    const p = poller(async (u) => {
+      const text = (u.message as { text: string }).text;
+      if (text === "poison") throw new UnstorableUpdateError(u.update_id, { cause: new Error("22021 invalid byte sequence") });
+      seen.push(text);
+      return { kind: "stored", inboundMessageId: text, duplicate: false };
+    }, "poison");
+    telegram.pushUpdate(update("poison"));
+    telegram.pushUpdate(update("after"));
+    p.start();
+    try {
+      await waitFor(async () => seen.includes("after"), 10_000, "the next update");
+    } finally {
+      await p.stop();
+    }
+    expect(seen).toEqual(["after"]);
+  });
+});
