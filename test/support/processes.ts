@@ -34,7 +34,11 @@ export async function spawnTsProcess(
     child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
   );
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} not ready in time:\n${output}`)), options.timeoutMs ?? 30_000);
+    const timer = setTimeout(() => {
+      // Never leave a half-started process behind a failed test.
+      child.kill("SIGKILL");
+      reject(new Error(`${script} not ready in time:\n${output}`));
+    }, options.timeoutMs ?? 30_000);
     const onData = () => {
       if (output.includes(readyText)) {
         clearTimeout(timer);
