@@ -29,6 +29,8 @@ describe("built-in commands end to end", () => {
     h.telegram.pushUpdate(privateText(chat, "/stop"));
     const [stopped] = await sentTo(h, chat, 1);
     expect(stopped!.params.text).toBe("Stopped the reply in progress.");
+    // While the model was working, the chat showed "typing…".
+    expect(h.telegram.callsTo("sendChatAction").filter((c) => String(c.params.chat_id) === String(chat))[0]?.params.action).toBe("typing");
     expect(Date.now() - t0).toBeLessThan(6_000);
     const turns = await db.query(
       `SELECT t.role, t.content FROM turns t JOIN chats c ON c.current_session_id = t.session_id WHERE c.address = $1 ORDER BY t.seq`,

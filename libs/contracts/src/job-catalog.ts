@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ChatAddressString } from "./chat-address";
 
 /**
  * Every queue, its job names, payload schemas and options, shared by producers and
@@ -33,6 +34,11 @@ export const jobCatalog = {
   /** Anyone → delivery: send the stored Delivery row. */
   outbound: {
     "delivery.send": job(z.object({ deliveryId: Uuid }), 8, 1000),
+    /**
+     * Best effort, no row: a "typing…" indicator while the agent works. Carries the target
+     * itself because it is worthless a few seconds later; never retried.
+     */
+    "chat.action": job(z.object({ target: ChatAddressString, action: z.enum(["typing"]) }), 1, 0),
   },
 } as const satisfies Record<string, Record<string, JobDefinition>>;
 

@@ -38,6 +38,7 @@ describe("TypedQueue", () => {
           if (calls === 1) throw new Error("postgres is down");
           return "sent";
         },
+        "chat.action": async () => "ignored",
       },
       { connection: blocking, prefix, concurrency: 1 },
     );

@@ -33,6 +33,8 @@ export class ChannelSendError extends Error {
 export interface ChannelSender {
   readonly channel: string;
   send(target: ChatAddress, message: OutboundMessage, progress: SendProgress): Promise<void>;
+  /** Shows a transient status such as "typing…", where the platform has one. */
+  sendChatAction?(target: ChatAddress, action: "typing"): Promise<void>;
 }
 
 /** The channels this deployment can send to. */

@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { DeliveryRepository, type PrismaClient } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { createConsumer, every, type TypedQueue } from "@nahida/queue";
+import { parseChatAddress } from "@nahida/contracts";
 import type { ChannelRegistry } from "./channel-sender";
 import { createDeliverMessageHandler } from "./deliver-message.worker";
 
@@ -30,7 +31,17 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
   const connection = o.createConnection("outbound-worker");
   const worker: Worker = createConsumer(
     "outbound",
-    { "delivery.send": createDeliverMessageHandler({ deliveries, registry: o.registry, redis: o.redis, prefix: o.prefix, logger: o.logger }) },
+    {
+      "delivery.send": createDeliverMessageHandler({ deliveries, registry: o.registry, redis: o.redis, prefix: o.prefix, logger: o.logger }),
+      // Best effort: a lost or failed indicator is not worth a retry or a log line above debug.
+      "chat.action": async ({ target, action }) => {
+        const address = parseChatAddress(target);
+        if (!address.ok) return "skipped";
+        const sender = o.registry.get(address.value.channel);
+        await sender?.sendChatAction?.(address.value, action).catch((error) => o.logger.debug({ err: (error as Error).message }, "chat action failed"));
+        return "sent";
+      },
+    },
     {
       connection,
       prefix: o.prefix,

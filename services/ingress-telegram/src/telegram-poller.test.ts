@@ -68,6 +68,8 @@ describe("TelegramPoller when storing fails", () => {
       seen.push(text);
       return { kind: "stored", inboundMessageId: text, duplicate: false };
     }, "poison");
+    // The first test's update may still be unconfirmed at the fake; start clean.
+    telegram.reset();
     telegram.pushUpdate(update("poison"));
     telegram.pushUpdate(update("after"));
     p.start();

@@ -43,6 +43,8 @@ export interface SessionRunHandlerOptions {
   logger: Logger;
 }
 
+const TYPING_RENEW_MS = 4_000;
+
 /** Key marking that a lane's run was stopped, read by the `/stop` that caused it. */
 export const stoppedKey = (prefix: string, laneKey: string) => `${prefix}:lanes:stopped:${laneKey}`;
 
@@ -179,6 +181,17 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       await answerMessages(part.records);
     }
 
+    /**
+     * "typing…" in the chat while the model works: platforms show it for about 5 s, so it
+     * is renewed every 4 s. Best effort; a failure to enqueue it is ignored.
+     */
+    function showTyping(): () => void {
+      const send = () => void o.outbound.add("chat.action", { target: chatAddress, action: "typing" }).catch(() => undefined);
+      send();
+      const timer = setInterval(send, TYPING_RENEW_MS);
+      return () => clearInterval(timer);
+    }
+
     async function answerMessages(batch: InboundRecord[]): Promise<void> {
       const sessionId = state.sessionId;
       const userTurns: NewTurn[] = batch.map((record) => ({
@@ -206,6 +219,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       const messages = await o.contextBuilder.build(await history(sessionId), [...earlier, ...userTurns].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })));
       if (run.signal.reason instanceof RunStoppedError) return;
       let result;
+      const stopTyping = showTyping();
       try {
         result = await o.runAgent(messages, { sessionId, chatAddress, runId: run.runId, signal: run.signal, user: sessionId });
       } catch (error) {
@@ -221,6 +235,8 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           return;
         }
         throw error;
+      } finally {
+        stopTyping();
       }
       for (const turn of result.turns) {
         pending.push(

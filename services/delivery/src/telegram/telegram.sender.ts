@@ -78,6 +78,14 @@ export class TelegramSender implements ChannelSender {
     }
   }
 
+  async sendChatAction(target: ChatAddress, action: "typing"): Promise<void> {
+    try {
+      await this.api.sendChatAction(target.id, action, target.thread !== undefined ? { message_thread_id: Number(target.thread) } : {});
+    } catch (error) {
+      throw classifyTelegramError(error);
+    }
+  }
+
   private async sendPart(chatId: string, part: Part, common: Record<string, unknown>, files: Map<Attachment, InputFile | string>): Promise<number> {
     if (part.kind === "text") {
       try {
