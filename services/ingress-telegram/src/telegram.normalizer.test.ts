@@ -5,7 +5,6 @@ import type { Update } from "grammy/types";
 import { InboundMessage, MessageContext, parseChatAddress } from "@nahida/contracts";
 import {
   INVALID_UPDATE_DEDUPE_KEY,
-  mentionStrippedText,
   normalizeUpdate,
   type NormalizeResult,
   type NormalizedMessage,
@@ -136,7 +135,6 @@ describe("normalizeUpdate on the shared fixtures", () => {
     expect(result.isCommand).toBe(false);
     expect(result.command).toBeUndefined();
     expect(result.message.sender).toMatchObject({ id: "555000111", displayName: "Bob", label: "Bob" });
-    expect(mentionStrippedText(result.message.text, BOT.username)).toBe("summarize the last alert please");
   });
 
   it("forum-topic-reply: the topic is the thread, the reply to the bot addresses it", () => {
@@ -585,30 +583,5 @@ describe("ignored updates and garbage never throw", () => {
     expect(normalize(groupMessage({}, 5)).dedupeKey).toBe("update:5");
     expect(normalize(groupMessage({}, 3)).dedupeKey).toBe("update:3");
     expect(normalize(groupMessage({}, 5)).dedupeKey).toBe("update:5");
-  });
-});
-
-describe("mentionStrippedText", () => {
-  const cases: [string, string][] = [
-    ["@nahida_test_bot summarize this", "summarize this"],
-    ["@Nahida_Test_Bot, summarize this", "summarize this"],
-    ["  @nahida_test_bot:summarize", "summarize"],
-    ["@nahida_test_bot\nline two", "line two"],
-    ["@nahida_test_bot", "@nahida_test_bot"],
-    ["@nahida_test_bot   ", "@nahida_test_bot   "],
-    ["@nahida_test_bot's opinion?", "@nahida_test_bot's opinion?"],
-    ["@nahida_test_botx hi", "@nahida_test_botx hi"],
-    ["@otherbot hi", "@otherbot hi"],
-    ["hi @nahida_test_bot", "hi @nahida_test_bot"],
-    ["", ""],
-  ];
-  for (const [input, expected] of cases) {
-    it(`${JSON.stringify(input)} → ${JSON.stringify(expected)}`, () => {
-      expect(mentionStrippedText(input, "nahida_test_bot")).toBe(expected);
-    });
-  }
-
-  it("accepts the username with its @", () => {
-    expect(mentionStrippedText("@nahida_test_bot go", "@nahida_test_bot")).toBe("go");
   });
 });

@@ -433,17 +433,3 @@ function fullName(first: string | undefined, last: string | undefined): string {
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === "" ? undefined : value;
 }
-
-/**
- * Removes a leading `@<botUsername>` (case-insensitive) from text meant for the LLM, with one
- * following `,` or `:` and the whitespace after it. Conservative: a handle that is only a
- * prefix of a longer word (`@nahida_test_bot's`, `@nahida_test_botx`) or a mention later in
- * the text is left alone, and text that would become empty is returned unchanged.
- */
-export function mentionStrippedText(text: string, botUsername: string): string {
-  const handle = botUsername.replace(/^@/, "").toLowerCase();
-  const match = /^\s*@([A-Za-z0-9_]+)(?:[,:]?\s+|[,:]|$)/.exec(text);
-  if (match === null || match[1]?.toLowerCase() !== handle) return text;
-  const rest = text.slice(match[0].length);
-  return rest.trim() === "" ? text : rest;
-}

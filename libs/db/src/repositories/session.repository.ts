@@ -11,10 +11,6 @@ export type TriggerMode = (typeof TRIGGER_MODES)[number];
 export class SessionRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
-  async findChat(address: string, tx?: Tx): Promise<Chat | null> {
-    return (tx ?? this.prisma).chat.findUnique({ where: { address } });
-  }
-
   /**
    * Creates the chat on first sight and keeps its display name current. Reads first: on
    * the hot path the chat exists and nothing needs writing.
@@ -58,10 +54,6 @@ export class SessionRepository {
 
   async get(id: string, tx?: Tx): Promise<Session | null> {
     return (tx ?? this.prisma).session.findUnique({ where: { id } });
-  }
-
-  async touch(id: string, tx: Tx): Promise<void> {
-    await tx.session.update({ where: { id }, data: { lastActivityAt: new Date() } });
   }
 
   /** Sessions by most recent activity, filtered by channel, activity and status. */
