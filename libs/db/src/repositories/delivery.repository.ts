@@ -98,12 +98,11 @@ export class DeliveryRepository {
    * True while an earlier, still live delivery to the same target is unsent: messages to one
    * chat go out in the order they were created, one at a time.
    */
-  async hasEarlierPending(delivery: Pick<Delivery, "id" | "target" | "createdAt">): Promise<boolean> {
+  async hasEarlierPending(delivery: Pick<Delivery, "seq" | "target">): Promise<boolean> {
     const rows = await this.prisma.$queryRaw<{ waiting: boolean }[]>`
       SELECT EXISTS (
         SELECT 1 FROM deliveries
-         WHERE target = ${delivery.target} AND status IN ('queued', 'sending')
-           AND (created_at, id) < (${delivery.createdAt}, ${delivery.id}::uuid)
+         WHERE target = ${delivery.target} AND seq < ${delivery.seq} AND status IN ('queued', 'sending')
            AND (expires_at IS NULL OR expires_at > now())
       ) AS waiting`;
     return rows[0]?.waiting ?? false;
