@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { startHarness, type Harness } from "../support/nahida-harness";
+import { sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { waitFor } from "../support/infra";
 import { privateText } from "./telegram-fixtures";
-
-async function sentTo(h: Harness, chatId: number, count: number, timeoutMs = 15_000) {
-  return waitFor(async () => (h.telegram.sent(chatId).length >= count ? h.telegram.sent(chatId) : undefined), timeoutMs, `${count} send(s) to ${chatId}`);
-}
 
 describe("built-in commands end to end", () => {
   let h: Harness;

@@ -1,16 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { startHarness, type Harness } from "../support/nahida-harness";
+import { sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { waitFor } from "../support/infra";
 import { fixture, groupText, privateText } from "./telegram-fixtures";
-
-/** Polls until the fake Telegram has recorded `count` sends to `chatId`. */
-async function sentTo(h: Harness, chatId: number | string, count: number, timeoutMs = 15_000) {
-  return waitFor(async () => {
-    const calls = h.telegram.sent(chatId);
-    return calls.length >= count ? calls : undefined;
-  }, timeoutMs, `${count} send(s) to chat ${chatId}`);
-}
 
 const settle = (ms = 800) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,7 +6,7 @@ import { launcherEnvSchema, startNahida, type RunningNahida } from "@nahida/laun
 import { createLogger } from "@nahida/observability";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
-import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName } from "./infra";
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "./infra";
 import { freePort } from "./ports";
 
 export const TEST_BOT_TOKEN = "7000000001:TEST-token_abc";
@@ -67,4 +67,16 @@ export async function startHarness(label: string, env: Record<string, string> = 
       await dropDatabase(url.toString());
     },
   };
+}
+
+/** Waits until the fake Telegram has recorded `count` sends (messages, photos, documents) to a chat. */
+export async function sentTo(h: Harness, chatId: number | string, count: number, timeoutMs = 15_000) {
+  return waitFor(
+    async () => {
+      const calls = h.telegram.sent(chatId);
+      return calls.length >= count ? calls : undefined;
+    },
+    timeoutMs,
+    `${count} send(s) to chat ${chatId}`,
+  );
 }
