@@ -1,7 +1,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
-import { pendingMigrations } from "./migrations/migration-runner";
+import { listMigrationNames, pendingMigrations } from "./migrations/migration-runner";
 
 export type { PrismaClient };
 export type Tx = Omit<PrismaClient, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
@@ -31,12 +31,22 @@ export function createDatabase(options: DatabaseOptions): Database {
   // Without a listener an idle client's error would crash the process.
   pool.on("error", options.onPoolError ?? (() => undefined));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // The migrations on disk do not change while the process runs; readiness probes come
+  // every few seconds, so the directory is listed once.
+  let expectedMigrations: Promise<string[]> | undefined;
   return {
     prisma,
     pool,
     async checkReady() {
+      let expected: string[];
       try {
-        const pending = await pendingMigrations(pool);
+        expected = await (expectedMigrations ??= listMigrationNames());
+      } catch (error) {
+        expectedMigrations = undefined;
+        return { ok: false, reason: `migrations directory unreadable: ${(error as Error).message}` };
+      }
+      try {
+        const pending = await pendingMigrations(pool, expected);
         if (pending.length > 0) return { ok: false, reason: `pending migrations: ${pending.join(", ")}` };
         return { ok: true };
       } catch (error) {

@@ -42,9 +42,14 @@ export class MigrationError extends Error {
   }
 }
 
-export async function readMigrations(dir: string = defaultMigrationsDir): Promise<MigrationFile[]> {
+/** Names of the migration directories on disk, in the order they apply. */
+export async function listMigrationNames(dir: string = defaultMigrationsDir): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+}
+
+export async function readMigrations(dir: string = defaultMigrationsDir): Promise<MigrationFile[]> {
+  const names = await listMigrationNames(dir);
   return Promise.all(
     names.map(async (name) => {
       const sql = await readFile(join(dir, name, "migration.sql"), "utf8");
@@ -169,9 +174,8 @@ async function applyOne(client: pg.Client, migration: MigrationFile): Promise<vo
   }
 }
 
-/** Names of migrations on disk that the database has not finished applying. */
-export async function pendingMigrations(client: Pick<pg.ClientBase, "query">, migrationsDir?: string): Promise<string[]> {
-  const migrations = await readMigrations(migrationsDir);
+/** Of `expected` (migration names), those the database has not finished applying. */
+export async function pendingMigrations(client: Pick<pg.ClientBase, "query">, expected: string[]): Promise<string[]> {
   let applied: Set<string>;
   try {
     const rows = await client.query<{ migration_name: string }>(
@@ -179,8 +183,8 @@ export async function pendingMigrations(client: Pick<pg.ClientBase, "query">, mi
     );
     applied = new Set(rows.rows.map((r) => r.migration_name));
   } catch (error) {
-    if ((error as { code?: string }).code === "42P01") return migrations.map((m) => m.name);
+    if ((error as { code?: string }).code === "42P01") return expected;
     throw error;
   }
-  return migrations.filter((m) => !applied.has(m.name)).map((m) => m.name);
+  return expected.filter((name) => !applied.has(name));
 }
