@@ -33,7 +33,19 @@ const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:block
  * Parts accepted before a failure are recorded, so a retry continues after them. Messages
  * to one chat go out one at a time, oldest first.
  */
+/** Puts the job back for `ms` without using an attempt (BullMQ's DelayedError protocol). */
+async function delayJob(job: Job, token: string, ms: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError();
+}
+
 export function createDeliverMessageHandler(o: DeliverMessageOptions) {
+  /** Marks the row failed with `reason` and ends the job without retries. */
+  async function failForGood(deliveryId: string, reason: string): Promise<never> {
+    await o.deliveries.markFailed(deliveryId, reason);
+    throw new PermanentJobError(reason);
+  }
+
   return async function deliver({ deliveryId }: { deliveryId: string }, job: Job, token: string | undefined): Promise<DeliverOutcome> {
     const row = await o.deliveries.get(deliveryId);
     if (!row) throw new PermanentJobError(`delivery ${deliveryId} does not exist`);
@@ -41,29 +53,16 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     if (row.expiresAt && row.expiresAt.getTime() < Date.now() && (await o.deliveries.expireIfDue(deliveryId))) return "expired";
 
     const blockedForMs = await o.redis.pttl(blockedKey(o.prefix, row.target));
-    if (blockedForMs > 0 && token) {
-      await job.moveToDelayed(Date.now() + blockedForMs, token);
-      throw new DelayedError();
-    }
+    if (blockedForMs > 0 && token) await delayJob(job, token, blockedForMs);
     // Keep a chat's messages in order: wait (without using an attempt) for earlier ones.
-    if (token && (await o.deliveries.hasEarlierPending(row))) {
-      await job.moveToDelayed(Date.now() + ORDER_WAIT_MS, token);
-      throw new DelayedError();
-    }
+    if (token && (await o.deliveries.hasEarlierPending(row))) await delayJob(job, token, ORDER_WAIT_MS);
 
     const address = parseChatAddress(row.target);
     const message = OutboundMessage.safeParse(row.message);
-    if (!address.ok || !message.success) {
-      const reason = !address.ok ? address.error.message : `stored message is invalid: ${message.error?.message}`;
-      await o.deliveries.markFailed(deliveryId, reason);
-      throw new PermanentJobError(reason);
-    }
+    if (!address.ok) return failForGood(deliveryId, address.error.message);
+    if (!message.success) return failForGood(deliveryId, `stored message is invalid: ${message.error.message}`);
     const sender = o.registry.get(address.value.channel);
-    if (!sender) {
-      const reason = `no channel ${JSON.stringify(address.value.channel)} is registered`;
-      await o.deliveries.markFailed(deliveryId, reason);
-      throw new PermanentJobError(reason);
-    }
+    if (!sender) return failForGood(deliveryId, `no channel ${JSON.stringify(address.value.channel)} is registered`);
 
     const started = await o.deliveries.begin(deliveryId);
     if (!started) {
@@ -86,13 +85,11 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         await o.redis.set(blockedKey(o.prefix, row.target), "1", "PX", waitMs);
         await o.deliveries.markWaiting(deliveryId, `rate limited: retry after ${waitMs / 1000} s`);
         o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
-        await job.moveToDelayed(Date.now() + waitMs, token);
-        throw new DelayedError();
+        return delayJob(job, token, waitMs);
       }
       if (failure.kind === "permanent") {
-        await o.deliveries.markFailed(deliveryId, failure.description);
         o.logger.warn(context, "delivery failed permanently");
-        throw new PermanentJobError(failure.description);
+        return failForGood(deliveryId, failure.description);
       }
       const attempts = job.opts.attempts ?? 1;
       if (job.attemptsMade + 1 >= attempts) await o.deliveries.markFailed(deliveryId, failure.description);
