@@ -9,7 +9,7 @@ import type { TypedQueue } from "@nahida/queue";
 import { ChatAdminsCache } from "./chat-admins.cache";
 import { RedisLeadership } from "./poller-leadership";
 import { TelegramPoller } from "./telegram-poller";
-import { createTelegramUpdateHandler } from "./telegram-update.handler";
+import { TELEGRAM_ALLOWED_UPDATES, createTelegramUpdateHandler } from "./telegram-update.handler";
 import { telegramWebhookRoute } from "./telegram-webhook.route";
 import type { TelegramBotIdentity } from "./telegram.normalizer";
 
@@ -110,7 +110,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
   if (webhook.publicUrl) {
     await api.setWebhook(webhook.publicUrl, {
       secret_token: webhook.secret,
-      allowed_updates: ["message", "channel_post", "edited_message", "callback_query"],
+      allowed_updates: [...TELEGRAM_ALLOWED_UPDATES],
     });
     logger.info({ url: webhook.publicUrl }, "telegram webhook registered");
   }

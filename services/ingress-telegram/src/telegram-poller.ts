@@ -3,7 +3,7 @@ import type { Update } from "grammy/types";
 import type { Redis } from "ioredis";
 import type { Logger } from "@nahida/observability";
 import type { RedisLeadership } from "./poller-leadership";
-import { UnstorableUpdateError, type AcceptUpdate } from "./telegram-update.handler";
+import { TELEGRAM_ALLOWED_UPDATES, UnstorableUpdateError, type AcceptUpdate } from "./telegram-update.handler";
 
 export interface TelegramPollerOptions {
   api: Api;
@@ -19,8 +19,6 @@ export interface TelegramPollerOptions {
 
 // grammY types its signal parameter with the abort-controller polyfill; Node's is compatible.
 type GrammySignal = Parameters<Api["getUpdates"]>[1];
-
-const ALLOWED_UPDATES = ["message", "channel_post", "edited_message", "callback_query"] as const;
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -103,7 +101,7 @@ export class TelegramPoller {
         let updates: Update[];
         try {
           updates = await api.getUpdates(
-            { offset, timeout: this.o.pollTimeoutSeconds, allowed_updates: [...ALLOWED_UPDATES] },
+            { offset, timeout: this.o.pollTimeoutSeconds, allowed_updates: [...TELEGRAM_ALLOWED_UPDATES] },
             signal as GrammySignal,
           );
           pollFailures = 0;

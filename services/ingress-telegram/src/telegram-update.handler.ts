@@ -33,6 +33,12 @@ export interface TelegramUpdateHandlerOptions {
  * its job is added again under the same job id, which BullMQ ignores while the first exists
  * and the lane ignores after (one lane item per inbound message).
  */
+/**
+ * The update types Nahida asks Telegram for, in polling and webhook mode alike; edited
+ * messages and callback queries are accepted and ignored by the normalizer.
+ */
+export const TELEGRAM_ALLOWED_UPDATES = ["message", "channel_post", "edited_message", "callback_query"] as const;
+
 /** Removes NUL characters from every string: Postgres text and jsonb cannot store them. */
 export function stripNul<T>(value: T): T {
   if (typeof value === "string") return value.replaceAll("\u0000", "") as T;
