@@ -3,7 +3,7 @@ import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod
 import type { Redis } from "ioredis";
 import type { ApiTokenRepository, PrismaClient } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
-import { errorHandlerPlugin } from "./plugins/error-handler";
+import { errorHandlerPlugin } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
 import { deliveryRoutes } from "./routes/deliveries/deliveries.route";

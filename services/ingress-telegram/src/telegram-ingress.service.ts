@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger } from "fastify";
 import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
 import { InboundMessageRepository, type PrismaClient } from "@nahida/db";
+import { errorHandlerPlugin } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
 import { ChatAdminsCache } from "./chat-admins.cache";
@@ -98,13 +99,9 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
     loggerInstance: logger.child({ scope: "telegram-webhook" }) as unknown as FastifyBaseLogger,
     bodyLimit: webhook.bodyLimitBytes ?? 1024 * 1024,
   });
-  server.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
-    const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-    if (status >= 500) request.log.error({ err: error }, "webhook update failed");
-    return reply.status(status).send({
-      error: { code: status === 413 ? "payload_too_large" : status >= 500 ? "internal" : "bad_request", message: status >= 500 ? "internal error" : error.message },
-    });
-  });
+  // The gateway's error shape: 4xx keep their message, 5xx are logged and hidden (a 500
+  // makes Telegram deliver the update again).
+  await server.register(errorHandlerPlugin);
   await server.register(telegramWebhookRoute, { path: "/telegram/webhook", secret: webhook.secret, acceptUpdate, logger });
   const address = await server.listen({ host: webhook.host, port: webhook.port });
   if (webhook.publicUrl) {

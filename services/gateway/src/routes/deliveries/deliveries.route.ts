@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { DeliveryView, ErrorBody, IdParam, NahidaError } from "@nahida/contracts";
+import { DeliveryView, IdParam, NahidaError } from "@nahida/contracts";
 import { DeliveryRepository, type PrismaClient } from "@nahida/db";
+import { readErrorResponses } from "../error-responses";
 import { deliveryView } from "../views";
 
 export const deliveryRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = async (app, options) => {
@@ -13,7 +14,7 @@ export const deliveryRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = a
         summary: "Status of a delivery",
         tags: ["send"],
         params: IdParam,
-        response: { 200: DeliveryView, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody },
+        response: { 200: DeliveryView, ...readErrorResponses },
       },
     },
     async (request) => {

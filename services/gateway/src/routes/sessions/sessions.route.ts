@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { ErrorBody, HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView } from "@nahida/contracts";
+import { HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView } from "@nahida/contracts";
 import { SessionRepository, TurnRepository, type PrismaClient } from "@nahida/db";
+import { readErrorResponses } from "../error-responses";
 import { historyMessage, sessionView } from "../views";
-
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
 
 export const sessionRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = async (app, options) => {
   const sessions = new SessionRepository(options.prisma);
@@ -13,7 +12,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = as
     "/api/sessions",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "List sessions, most recently active first", tags: ["sessions"], querystring: SessionListQuery, response: { 200: SessionList, ...errors } },
+      schema: { summary: "List sessions, most recently active first", tags: ["sessions"], querystring: SessionListQuery, response: { 200: SessionList, ...readErrorResponses } },
     },
     async (request) => {
       const q = request.query;
@@ -32,7 +31,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = as
     "/api/sessions/:id",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "One session", tags: ["sessions"], params: IdParam, response: { 200: SessionView, ...errors } },
+      schema: { summary: "One session", tags: ["sessions"], params: IdParam, response: { 200: SessionView, ...readErrorResponses } },
     },
     async (request) => {
       const session = await sessions.get(request.params.id);
@@ -52,7 +51,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = as
         tags: ["sessions"],
         params: IdParam,
         querystring: HistoryQuery,
-        response: { 200: HistoryView, ...errors },
+        response: { 200: HistoryView, ...readErrorResponses },
       },
     },
     async (request) => {

@@ -1,17 +1,16 @@
 import { z } from "zod";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { ErrorBody, IdParam, NahidaError, TokenCreateRequest, TokenCreated, TokenView } from "@nahida/contracts";
+import { IdParam, NahidaError, TokenCreateRequest, TokenCreated, TokenView } from "@nahida/contracts";
 import type { ApiTokenRepository } from "@nahida/db";
+import { readErrorResponses } from "../error-responses";
 import { tokenView } from "../views";
-
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
 
 export const tokenRoutes: FastifyPluginAsyncZod<{ tokens: ApiTokenRepository }> = async (app, options) => {
   app.post(
     "/api/tokens",
     {
       config: { scope: "admin", rateLimit: {} },
-      schema: { summary: "Create a token (the secret is shown once)", tags: ["tokens"], body: TokenCreateRequest, response: { 201: TokenCreated, ...errors } },
+      schema: { summary: "Create a token (the secret is shown once)", tags: ["tokens"], body: TokenCreateRequest, response: { 201: TokenCreated, ...readErrorResponses } },
     },
     async (request, reply) => {
       const scopes = [...new Set(request.body.scopes)];
@@ -24,7 +23,7 @@ export const tokenRoutes: FastifyPluginAsyncZod<{ tokens: ApiTokenRepository }> 
     "/api/tokens",
     {
       config: { scope: "admin", rateLimit: {} },
-      schema: { summary: "List tokens (never their secrets)", tags: ["tokens"], response: { 200: z.object({ tokens: z.array(TokenView) }), ...errors } },
+      schema: { summary: "List tokens (never their secrets)", tags: ["tokens"], response: { 200: z.object({ tokens: z.array(TokenView) }), ...readErrorResponses } },
     },
     async () => ({ tokens: (await options.tokens.list()).map(tokenView) }),
   );
@@ -33,7 +32,7 @@ export const tokenRoutes: FastifyPluginAsyncZod<{ tokens: ApiTokenRepository }> 
     "/api/tokens/:id",
     {
       config: { scope: "admin", rateLimit: {} },
-      schema: { summary: "Revoke a token", tags: ["tokens"], params: IdParam, response: { 200: TokenView, ...errors } },
+      schema: { summary: "Revoke a token", tags: ["tokens"], params: IdParam, response: { 200: TokenView, ...readErrorResponses } },
     },
     async (request) => {
       const token = await options.tokens.revoke(request.params.id);

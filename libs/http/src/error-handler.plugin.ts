@@ -1,12 +1,11 @@
 import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
-import { NahidaError, httpStatusFor, type ErrorCode } from "@nahida/contracts";
+import type { z } from "zod";
+import { ErrorBody as ErrorBodySchema, NahidaError, httpStatusFor, type ErrorCode } from "@nahida/contracts";
 import type { FastifyError } from "fastify";
 
-/** The one JSON error shape of the API. */
-export interface ErrorBody {
-  error: { code: ErrorCode; message: string };
-}
+/** The one JSON error shape of every HTTP answer (the contract's `ErrorBody`). */
+type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 function codeForStatus(status: number): ErrorCode {
   if (status === 401) return "unauthorized";
