@@ -129,8 +129,9 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       });
     };
 
-    const history = async (sessionId: string) =>
-      state.cleared.has(sessionId) || sessionId !== session.id ? [] : turns.recent(sessionId, o.historyTurns);
+    /** Whether the database holds history for this session that this run has not wiped. */
+    const hasStoredHistory = (sessionId: string) => sessionId === session.id && !state.cleared.has(sessionId);
+    const history = async (sessionId: string) => (hasStoredHistory(sessionId) ? turns.recent(sessionId, o.historyTurns) : []);
 
     for (const part of segment(records, o.commands.prefix)) {
       if (part.kind === "command") {
@@ -143,8 +144,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           senderRoles: part.record.message.sender.roles,
           model: o.model,
           turnCount: async () =>
-            (state.cleared.has(state.sessionId) || state.sessionId !== session.id ? 0 : await turns.count(state.sessionId)) +
-            writes.turns(state.sessionId).length,
+            (hasStoredHistory(state.sessionId) ? await turns.count(state.sessionId) : 0) + writes.turns(state.sessionId).length,
           rotateSession: () => {
             const id = randomUUID();
             writes.deferred.push(async (tx) => {
