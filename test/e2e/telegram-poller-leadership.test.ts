@@ -3,7 +3,7 @@ import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import type { Redis } from "ioredis";
-import { startTelegramIngress, type RunningTelegramIngress } from "@nahida/ingress-telegram";
+import { startTelegramIngress, type RunningTelegramIngress } from "@nahida/channel-telegram";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, waitFor, type TestDatabase } from "../support/infra";

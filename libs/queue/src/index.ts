@@ -1,3 +1,4 @@
 export * from "./redis";
 export * from "./typed-queue";
 export * from "./periodic";
+export * from "./redis-leadership";

@@ -4,7 +4,7 @@ import { OutboundMessage, parseChatAddress } from "@nahida/contracts";
 import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
-import { ChannelSendError, type ChannelRegistry } from "./channel-sender";
+import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
 
 export interface DeliverMessageOptions {
   deliveries: DeliveryRepository;

@@ -4,7 +4,7 @@ import { DeliveryRepository, type PrismaClient } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { createConsumer, every, type TypedQueue } from "@nahida/queue";
 import { parseChatAddress } from "@nahida/contracts";
-import type { ChannelRegistry } from "./channel-sender";
+import type { ChannelRegistry } from "@nahida/channels";
 import { createDeliverMessageHandler } from "./deliver-message.worker";
 
 export interface DeliveryServiceOptions {

@@ -1,3 +1,1 @@
-export * from "./channel-sender";
 export * from "./delivery.service";
-export * from "./telegram/telegram.sender";

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { baseEnvSchema, positiveMs } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import { gatewayEnvSchema } from "@nahida/gateway";
-import { telegramEnvSchema } from "@nahida/ingress-telegram";
+import { telegramEnvSchema } from "@nahida/channel-telegram";
 
 /** Every service this process can run; NAHIDA_SERVICES picks a subset. */
 export const SERVICE_NAMES = ["gateway", "ingress-telegram", "agent-worker", "delivery"] as const;

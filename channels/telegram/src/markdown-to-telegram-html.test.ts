@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mulberry32 } from "../../../../test/support/seeded-random";
+import { mulberry32 } from "../../../test/support/seeded-random";
 import { escapeHtml, markdownToTelegramHtml as render } from "./markdown-to-telegram-html";
 import { findTelegramHtmlProblem } from "./telegram-html-validator";
 

@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 import { createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../../../test/fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, testQueuePrefix, waitFor } from "../../../test/support/infra";
-import { RedisLeadership } from "./poller-leadership";
+import { RedisLeadership } from "@nahida/queue";
 import { TelegramPoller } from "./telegram-poller";
 import { UnstorableUpdateError, type AcceptOutcome } from "./telegram-update.handler";
 

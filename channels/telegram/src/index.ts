@@ -1,3 +1,4 @@
-export * from "./telegram-ingress.env";
+export * from "./telegram.env";
 export * from "./telegram-ingress.service";
 export * from "./telegram.normalizer";
+export * from "./telegram.sender";

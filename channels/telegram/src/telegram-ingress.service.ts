@@ -8,7 +8,7 @@ import { errorHandlerPlugin } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
 import { ChatAdminsCache } from "./chat-admins.cache";
-import { RedisLeadership } from "./poller-leadership";
+import { RedisLeadership } from "@nahida/queue";
 import { TelegramPoller } from "./telegram-poller";
 import { TELEGRAM_ALLOWED_UPDATES, createTelegramUpdateHandler } from "./telegram-update.handler";
 import { telegramWebhookRoute } from "./telegram-webhook.route";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mulberry32 } from "../../../../test/support/seeded-random";
+import { mulberry32 } from "../../../test/support/seeded-random";
 import { findTelegramHtmlProblem } from "./telegram-html-validator";
 import { chunkText, markdownToTelegramHtml, renderTelegramChunks, telegramHtmlToText, type TelegramChunk } from "./telegram-text";
 

@@ -1,7 +1,7 @@
 import { Api, GrammyError, HttpError, InputFile } from "grammy";
 import type { Attachment, ChatAddress, OutboundMessage } from "@nahida/contracts";
 import { resolveWorkspacePath } from "@nahida/workspace";
-import { ChannelSendError, type ChannelSender, type SendProgress } from "../channel-sender";
+import { ChannelSendError, type ChannelSender, type SendProgress } from "@nahida/channels";
 import { renderTelegramChunks } from "./telegram-text";
 
 export interface TelegramSenderOptions {

@@ -2,7 +2,7 @@ import { GrammyError, HttpError, type Api } from "grammy";
 import type { Update } from "grammy/types";
 import type { Redis } from "ioredis";
 import type { Logger } from "@nahida/observability";
-import type { RedisLeadership } from "./poller-leadership";
+import type { RedisLeadership } from "@nahida/queue";
 import { TELEGRAM_ALLOWED_UPDATES, UnstorableUpdateError, type AcceptUpdate } from "./telegram-update.handler";
 
 export interface TelegramPollerOptions {

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Attachment, ChatAddress, OutboundMessage } from "@nahida/contracts";
-import { startFakeTelegram, type FakeTelegram, type FakeTelegramFailure } from "../../../../test/fakes/telegram-bot-api.fake";
-import { ChannelSendError, type SendProgress } from "../channel-sender";
-import { describeChannelSenderConformance, type ConformanceFailure, type DeliveredPart } from "../channel-sender.conformance";
+import { startFakeTelegram, type FakeTelegram, type FakeTelegramFailure } from "../../../test/fakes/telegram-bot-api.fake";
+import { ChannelSendError, type SendProgress } from "@nahida/channels";
+import { describeChannelSenderConformance, type ConformanceFailure, type DeliveredPart } from "@nahida/channels/conformance";
 import { TelegramSender } from "./telegram.sender";
 
 const TOKEN = "7000000001:CONFORMANCE-secret_token";
