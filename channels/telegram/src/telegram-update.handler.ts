@@ -67,9 +67,8 @@ export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOption
     try {
       stored = await options.inbound.store({
         dedupeKey: normalized.dedupeKey,
-        message: normalized.message,
+        message: normalized.command ? { ...normalized.message, command: normalized.command } : normalized.message,
         context: normalized.context,
-        extra: normalized.command ? { command: normalized.command } : {},
         raw: update,
       });
     } catch (error) {

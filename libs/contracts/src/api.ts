@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ChatAddressString } from "./chat-address";
+import { DeliveryStatus } from "./enums";
 import { ErrorCode } from "./errors";
 import { AttachmentType, MessageContext } from "./messages";
 
@@ -7,8 +8,6 @@ import { AttachmentType, MessageContext } from "./messages";
 export const TokenScope = z.enum(["send", "read", "admin"]);
 export type TokenScope = z.infer<typeof TokenScope>;
 
-export const DeliveryStatus = z.enum(["queued", "sending", "sent", "failed", "expired"]);
-export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const ErrorBody = z.object({ error: z.object({ code: ErrorCode, message: z.string() }) }).meta({ id: "Error" });
 

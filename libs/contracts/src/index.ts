@@ -6,3 +6,5 @@ export * from "./errors";
 export * from "./lanes";
 export * from "./api";
 export * from "./history-view";
+export * from "./enums";
+export * from "./clock";

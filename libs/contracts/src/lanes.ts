@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { err, ok, type Result } from "./result";
 
 /**
  * How a lane treats messages that arrive while a run is in progress.
@@ -8,5 +9,63 @@ import { z } from "zod";
 export const LaneMode = z.enum(["collect", "followup"]);
 export type LaneMode = z.infer<typeof LaneMode>;
 
-export const LaneItemKind = z.enum(["inbound", "event"]);
+/**
+ * What a lane item asks the agent worker to do. A lane row stores it as `(kind, ref_id)`:
+ * the kind names the union member, the ref the row it points at.
+ * - `inbound`: a stored platform message (`inbound_messages.id`);
+ * - `agent_event`: an event another session or an operator put into this session;
+ * - `scheduled_turn`: a cron job's agent turn (a `cron_runs` row);
+ * - `subagent_result`: a finished sub-agent task reported to its parent.
+ */
+export const LaneItemKind = z.enum(["inbound", "agent_event", "scheduled_turn", "subagent_result"]);
 export type LaneItemKind = z.infer<typeof LaneItemKind>;
+
+export type LaneItem =
+  | { kind: "inbound"; inboundMessageId: string }
+  | { kind: "agent_event"; eventId: string }
+  | { kind: "scheduled_turn"; cronRunId: string }
+  | { kind: "subagent_result"; taskId: string };
+
+/** A lane item as the lane stores it. */
+export interface LaneItemRef {
+  kind: LaneItemKind;
+  refId: string;
+}
+
+export function encodeLaneItem(item: LaneItem): LaneItemRef {
+  switch (item.kind) {
+    case "inbound":
+      return { kind: item.kind, refId: item.inboundMessageId };
+    case "agent_event":
+      return { kind: item.kind, refId: item.eventId };
+    case "scheduled_turn":
+      return { kind: item.kind, refId: item.cronRunId };
+    case "subagent_result":
+      return { kind: item.kind, refId: item.taskId };
+    default: {
+      const unreachable: never = item;
+      return unreachable;
+    }
+  }
+}
+
+/** Reads a stored lane item; an unknown kind is an error with a reason, never a silent skip. */
+export function decodeLaneItem(row: { kind: string; refId: string }): Result<LaneItem, string> {
+  const kind = LaneItemKind.safeParse(row.kind);
+  if (!kind.success) return err(`unknown lane item kind ${JSON.stringify(row.kind.slice(0, 64))}; known: ${LaneItemKind.options.join(", ")}`);
+  const known = kind.data;
+  switch (known) {
+    case "inbound":
+      return ok({ kind: "inbound", inboundMessageId: row.refId });
+    case "agent_event":
+      return ok({ kind: "agent_event", eventId: row.refId });
+    case "scheduled_turn":
+      return ok({ kind: "scheduled_turn", cronRunId: row.refId });
+    case "subagent_result":
+      return ok({ kind: "subagent_result", taskId: row.refId });
+    default: {
+      const unreachable: never = known;
+      return unreachable;
+    }
+  }
+}

@@ -37,6 +37,17 @@ export const Sender = z.object({
 });
 export type Sender = z.infer<typeof Sender>;
 
+/** A command at the start of a message (`/name args`), as the ingress recognised it. */
+export const InboundCommand = z.object({
+  /** Lower-cased, without the prefix and without `@botname`. */
+  name: z.string().min(1).max(64),
+  /** The text after the command, trimmed. */
+  args: z.string(),
+  /** True for `/cmd@otherbot`: the command is meant for another bot in the chat. */
+  addressedToOther: z.boolean().default(false),
+});
+export type InboundCommand = z.infer<typeof InboundCommand>;
+
 /** A platform message normalized by an ingress. */
 export const InboundMessage = z.object({
   /** The platform's message id (Telegram message_id, Milky message_seq). */
@@ -53,6 +64,8 @@ export const InboundMessage = z.object({
   mentionsBot: z.boolean().default(false),
   /** When the platform says the message was sent (ISO 8601, UTC). */
   timestamp: z.iso.datetime(),
+  /** Set when the ingress recognised a command; the agent worker parses the text otherwise. */
+  command: InboundCommand.optional(),
 });
 export type InboundMessage = z.infer<typeof InboundMessage>;
 

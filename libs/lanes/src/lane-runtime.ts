@@ -1,7 +1,7 @@
 import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Tx } from "@nahida/db";
-import type { LaneItemKind, LaneMode } from "@nahida/contracts";
+import type { LaneMode } from "@nahida/contracts";
 import { createConsumer, every, type Periodic, type TypedQueue } from "@nahida/queue";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
 
@@ -94,7 +94,7 @@ export class LaneProducer {
    * Appends and wakes. Pass `tx` to append inside the caller's transaction; then call
    * `wake` after that transaction commits (a wake before commit could find nothing).
    */
-  async append(laneKey: string, kind: LaneItemKind, refId: string, tx?: Tx): Promise<AppendResult> {
+  async append(laneKey: string, kind: string, refId: string, tx?: Tx): Promise<AppendResult> {
     const result = await this.store.append(laneKey, kind, refId, tx);
     if (!tx) await this.wake(laneKey);
     return result;

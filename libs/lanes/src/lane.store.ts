@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Database, Tx } from "@nahida/db";
-import { LaneMode, type LaneItemKind } from "@nahida/contracts";
+import { LaneMode } from "@nahida/contracts";
 
 /** The run's lease was taken over (or released); its work must not be committed. */
 export class LeaseLostError extends Error {
@@ -13,7 +13,8 @@ export class LeaseLostError extends Error {
 export interface LaneItemRow {
   id: string;
   seq: bigint;
-  kind: LaneItemKind;
+  /** What the item is; the lanes themselves do not interpret it (contracts' LaneItem does). */
+  kind: string;
   refId: string;
   status: "pending" | "running";
   runId: string | null;
@@ -59,7 +60,7 @@ export class LaneStore {
    * Appends an item to a lane, creating the lane on first use. Idempotent per (kind, refId).
    * The upsert locks the lane row, so sequence order equals commit order within a lane.
    */
-  async append(laneKey: string, kind: LaneItemKind, refId: string, tx?: Tx): Promise<AppendResult> {
+  async append(laneKey: string, kind: string, refId: string, tx?: Tx): Promise<AppendResult> {
     const insert = `
       WITH lane AS (
         INSERT INTO lanes (key, last_seq, updated_at) VALUES ($1, 1, now())

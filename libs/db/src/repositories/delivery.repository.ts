@@ -2,8 +2,6 @@ import type { OutboundMessage } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { Delivery, Prisma } from "../generated/prisma/client";
 
-export const DELIVERY_STATUSES = ["queued", "sending", "sent", "failed", "expired"] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface NewDelivery {
   target: string;

@@ -13,8 +13,6 @@ export interface InboundRecord {
   chatAddress: string;
   message: InboundMessageContract;
   context: MessageContext;
-  /** Channel-specific facts the agent worker needs (command parsing, ...). */
-  extra: Record<string, unknown>;
   /** When the ingress stored it (server clock). */
   receivedAt: Date;
 }
@@ -29,7 +27,6 @@ export class InboundMessageRepository {
       dedupeKey: string;
       message: InboundMessageContract;
       context: MessageContext;
-      extra?: Record<string, unknown>;
       raw: unknown;
     },
     tx?: Tx,
@@ -39,7 +36,7 @@ export class InboundMessageRepository {
     const rows = await db.$queryRaw<{ id: string; created: boolean }[]>`
       INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at)
       VALUES (gen_random_uuid(), ${message.channel}, ${input.dedupeKey}, ${message.messageId}, ${message.chat},
-              ${JSON.stringify({ message, context: input.context, extra: input.extra ?? {} })}::jsonb,
+              ${JSON.stringify({ message, context: input.context })}::jsonb,
               ${input.raw === undefined ? null : JSON.stringify(input.raw)}::jsonb, ${new Date(message.timestamp)})
       ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
       RETURNING id::text AS id, (xmax = 0) AS created`;
@@ -76,7 +73,7 @@ export class InboundMessageRepository {
       if (!row) return [];
       const body = row.message as unknown as StoredBody;
       return [
-        { id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: body.message, context: body.context, extra: body.extra ?? {}, receivedAt: row.receivedAt },
+        { id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: body.message, context: body.context, receivedAt: row.receivedAt },
       ];
     });
   }
@@ -86,5 +83,4 @@ export class InboundMessageRepository {
 interface StoredBody {
   message: InboundMessageContract;
   context: MessageContext;
-  extra?: Record<string, unknown>;
 }

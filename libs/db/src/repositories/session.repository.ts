@@ -1,11 +1,10 @@
+import type { TriggerMode } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { Chat, Session } from "../generated/prisma/client";
 
 /** A chat's sessions all share the chat's lane, so a chat never has two runs at once. */
 export const laneKeyForChat = (chatAddress: string): string => `chat:${chatAddress}`;
 
-export const TRIGGER_MODES = ["mention", "always"] as const;
-export type TriggerMode = (typeof TRIGGER_MODES)[number];
 
 /** Chats and their sessions. */
 export class SessionRepository {

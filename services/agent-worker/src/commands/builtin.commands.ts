@@ -1,3 +1,4 @@
+import { TriggerMode } from "@nahida/contracts";
 import type { CommandDefinition } from "./command-router";
 import type { CommandContext } from "./command-context";
 
@@ -75,11 +76,12 @@ const trigger: Command = {
   handler: ({ context, args }) => {
     if (context.chatType === "private") return "In private chats I answer every message.";
     if (args === "") return `Trigger mode: ${context.triggerMode}. Use /trigger mention or /trigger always.`;
-    if (args !== "mention" && args !== "always") return "Usage: /trigger mention|always";
+    const mode = TriggerMode.safeParse(args);
+    if (!mode.success) return `Usage: /trigger ${TriggerMode.options.join("|")}`;
     const refused = refuseUnlessGroupAdmin(context);
     if (refused) return refused;
-    context.setTriggerMode(args);
-    return args === "always" ? "I will answer every message in this chat." : "I will answer only when mentioned, replied to or commanded.";
+    context.setTriggerMode(mode.data);
+    return mode.data === "always" ? "I will answer every message in this chat." : "I will answer only when mentioned, replied to or commanded.";
   },
 };
 

@@ -1,4 +1,4 @@
-import type { ChatType } from "@nahida/contracts";
+import type { ChatType, TriggerMode } from "@nahida/contracts";
 import type { Tx } from "@nahida/db";
 
 /** What a built-in command sees of the chat and run it was sent in. */
@@ -18,7 +18,7 @@ export interface CommandContext {
   /** Registers a write for the run's fenced commit (nothing is written if the run is lost). */
   defer(write: (tx: Tx) => Promise<void>): void;
   clearHistory(): void;
-  setTriggerMode(mode: "mention" | "always"): void;
+  setTriggerMode(mode: TriggerMode): void;
   /** True when a reply in progress was stopped by this `/stop` (and clears the mark). */
   consumeStopped(): Promise<boolean>;
   commandList(): { name: string; description: string; usage?: string }[];

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { parseChatAddress } from "@nahida/contracts";
+import { encodeLaneItem, parseChatAddress } from "@nahida/contracts";
 import { laneKeyForChat, type InboundMessageRepository, type InboundRecord, type SessionRepository } from "@nahida/db";
 import type { LaneProducer } from "@nahida/lanes";
 import { PermanentJobError } from "@nahida/queue";
@@ -43,7 +43,7 @@ export function createMessageReceivedHandler(o: MessageReceivedOptions) {
   };
 
   async function route(record: InboundRecord, chatType: string): Promise<MessageReceivedOutcome> {
-    const fromIngress = record.extra.command as { name: string; addressedToOther?: boolean } | undefined;
+    const fromIngress = record.message.command;
     if (fromIngress?.addressedToOther) return "for_another_bot";
     const command = fromIngress ?? parseCommand(record.message.text.trim(), o.commandPrefix);
 
@@ -52,7 +52,8 @@ export function createMessageReceivedHandler(o: MessageReceivedOptions) {
     if (!addressed) return "not_addressed";
 
     const laneKey = laneKeyForChat(record.chatAddress);
-    const { created } = await o.lanes.append(laneKey, "inbound", record.id);
+    const item = encodeLaneItem({ kind: "inbound", inboundMessageId: record.id });
+    const { created } = await o.lanes.append(laneKey, item.kind, item.refId);
     // Only a fresh /stop interrupts: a retried one, or one the sweeper found late, would
     // stop a run that is answering something newer.
     const fresh = Date.now() - record.receivedAt.getTime() < STOP_FRESH_MS;

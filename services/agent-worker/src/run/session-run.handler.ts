@@ -75,7 +75,7 @@ type Segment = { kind: "command"; record: InboundRecord; name: string; args: str
 function segment(records: InboundRecord[], prefix: string): Segment[] {
   const segments: Segment[] = [];
   for (const record of records) {
-    const fromIngress = record.extra.command as { name: string; args: string; addressedToOther?: boolean } | undefined;
+    const fromIngress = record.message.command;
     if (fromIngress?.addressedToOther) continue;
     const command = fromIngress ?? parseCommand(record.message.text.trim(), prefix);
     if (command) {
