@@ -218,6 +218,20 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     expect(sendsTo(chat)).toHaveLength(1);
   });
 
+  it("fails a 400 without a description for good after one attempt, holding up no later message", async () => {
+    const chat = newChat();
+    h.telegram.failNext("sendMessage", { status: 400, withoutDescription: true }, { chatId: chat });
+    const refused = await enqueue(`telegram:private:${chat}`, { text: "refused by a terse proxy" });
+    const later = await enqueue(`telegram:private:${chat}`, { text: "goes out next" });
+
+    expect(outcome(await settled(refused))).toEqual({ status: "failed", attempts: 1, platformMessageIds: [], error: "Telegram error 400 (no description)" });
+    const job = await finishedJob(refused);
+    expect(await job.getState()).toBe("failed");
+    expect(job.attemptsMade).toBe(1);
+    expect(outcome(await settled(later))).toMatchObject({ status: "sent", attempts: 1 });
+    expect(sendsTo(chat, "sendMessage").map((c) => c.params.text)).toEqual(["refused by a terse proxy", "goes out next"]);
+  });
+
   it("resends a chunk Telegram refuses for its entities as plain text", async () => {
     const chat = newChat();
     h.telegram.failNext("sendMessage", { status: 400, description: "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0" }, { chatId: chat });

@@ -40,6 +40,8 @@ export type FakeTelegramFailure =
   | { status: 429; retryAfter: number }
   | { status: 500 | 502 }
   | { status: 400; description: string }
+  /** `{"ok":false,"error_code":status}` and nothing else, as some proxies and emulators answer. */
+  | { status: number; withoutDescription: true }
   /** The socket is destroyed without an answer, as on a dropped connection. */
   | { network: true };
 
@@ -556,6 +558,7 @@ function badRequest(status: number, description: string): Reply {
 
 function failureReply(failure: FakeTelegramFailure): Reply {
   if ("network" in failure) return { network: true };
+  if ("withoutDescription" in failure) return { status: failure.status, body: { ok: false, error_code: failure.status } };
   switch (failure.status) {
     case 429:
       return {

@@ -174,6 +174,28 @@ describe("TelegramSender", () => {
     expect(telegram.sent(chat.id)).toHaveLength(1);
   });
 
+  it.each([
+    [400, "permanent"],
+    [403, "permanent"],
+    [429, "rate_limited"],
+    [502, "transient"],
+  ] as const)("classifies an error %i without a description by its error_code (%s)", async (status, kind) => {
+    const chat = privateChat();
+    telegram.failNext("sendMessage", { status, withoutDescription: true }, { chatId: chat.id });
+    const error = await sender.send(chat, outbound("plain words"), noProgress()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelSendError);
+    expect(error).toMatchObject({ kind, description: `Telegram error ${status} (no description)`, details: { error_code: status } });
+    expect(telegram.sent(chat.id)).toHaveLength(1);
+  });
+
+  it("does not resend as plain text for a 400 without a description", async () => {
+    const chat = privateChat();
+    telegram.failNext("sendMessage", { status: 400, withoutDescription: true }, { chatId: chat.id });
+    const error = await sender.send(chat, outbound("**hi**"), noProgress()).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: "permanent" });
+    expect(telegram.sent(chat.id)).toHaveLength(1);
+  });
+
   it("treats a refused token as permanent without echoing it", async () => {
     const strict = await startFakeTelegram({ token: "7000000001:the-right-one" });
     try {

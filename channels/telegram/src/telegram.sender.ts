@@ -13,14 +13,32 @@ export interface TelegramSenderOptions {
 
 type Part = { kind: "text"; html: string; plain: string } | { kind: "attachment"; attachment: Attachment };
 
-/** Maps a Telegram failure onto retry classes; 429 keeps `retry_after`. */
+/**
+ * Telegram's `description`, or a readable stand-in: proxies and emulators may answer with
+ * `error_code` alone, and grammY then carries `description: undefined` despite its type.
+ */
+function describeGrammyError(error: GrammyError): string {
+  const description: unknown = error.description;
+  if (typeof description === "string" && description !== "") return description;
+  return typeof error.error_code === "number" ? `Telegram error ${error.error_code} (no description)` : "Telegram error (no error_code, no description)";
+}
+
+/**
+ * Maps a Telegram failure onto retry classes by `error_code`: 429 rate limited (keeping
+ * `retry_after`), 5xx transient, other codes permanent. An answer without a numeric
+ * `error_code` says nothing about the cause, so it is retried as transient.
+ */
 export function classifyTelegramError(error: unknown): ChannelSendError {
   if (error instanceof ChannelSendError) return error;
   if (error instanceof GrammyError) {
-    const details = { error_code: error.error_code, ...(error.parameters.retry_after !== undefined ? { retry_after: error.parameters.retry_after } : {}) };
-    if (error.error_code === 429) return new ChannelSendError("rate_limited", error.description, details, { cause: error });
-    if (error.error_code >= 500) return new ChannelSendError("transient", error.description, details, { cause: error });
-    return new ChannelSendError("permanent", error.description, details, { cause: error });
+    const description = describeGrammyError(error);
+    const errorCode: unknown = error.error_code;
+    const retryAfter: unknown = error.parameters?.retry_after;
+    if (typeof errorCode !== "number") return new ChannelSendError("transient", description, {}, { cause: error });
+    const details = { error_code: errorCode, ...(typeof retryAfter === "number" ? { retry_after: retryAfter } : {}) };
+    if (errorCode === 429) return new ChannelSendError("rate_limited", description, details, { cause: error });
+    if (errorCode >= 500) return new ChannelSendError("transient", description, details, { cause: error });
+    return new ChannelSendError("permanent", description, details, { cause: error });
   }
   // grammY's own HttpError message leaves out the request URL, which holds the bot token;
   // the inner error's message does not, so only its code is kept.
@@ -32,7 +50,7 @@ export function classifyTelegramError(error: unknown): ChannelSendError {
 }
 
 const isEntityError = (error: unknown) =>
-  error instanceof GrammyError && error.error_code === 400 && /can't parse entities|unsupported start tag|can't find end/i.test(error.description);
+  error instanceof GrammyError && error.error_code === 400 && /can't parse entities|unsupported start tag|can't find end/i.test(describeGrammyError(error));
 
 /**
  * Telegram sender: Markdown text rendered to Telegram HTML in chunks under 4096 characters
