@@ -176,6 +176,27 @@ describe("fake Telegram Bot API through grammY", () => {
     expect(fake.calls.map((c) => c.method)).toEqual(["sendChatAction", "sendMessage", "sendDocument", "sendChatAction"]);
   });
 
+  it("scripts an error answer without a description", async () => {
+    fake.failNext("sendMessage", { status: 400, withoutDescription: true });
+    const error = await api.sendMessage(1, "terse").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GrammyError);
+    expect(error).toMatchObject({ error_code: 400, description: undefined });
+  });
+
+  it("answers getUpdates at once, ignoring timeout, when asked to", async () => {
+    const impatient = await startFakeTelegram({ ignorePollTimeout: true });
+    try {
+      const impatientApi = new Api(TOKEN, { apiRoot: impatient.apiRoot });
+      const started = Date.now();
+      expect(await impatientApi.getUpdates({ timeout: 5 })).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(1000);
+      const update = impatient.pushUpdate({ message: { text: "queued" } });
+      expect(await impatientApi.getUpdates({ timeout: 5 })).toEqual([update]);
+    } finally {
+      await impatient.close();
+    }
+  });
+
   it("records unknown methods and answers true", async () => {
     await expect(api.setMyCommands([{ command: "status", description: "Status" }])).resolves.toBe(true);
     expect(fake.callsTo("setMyCommands")[0]?.params).toEqual({ commands: [{ command: "status", description: "Status" }] });

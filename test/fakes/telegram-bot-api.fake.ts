@@ -11,6 +11,11 @@ export interface StartFakeTelegramOptions {
   botId?: number;
   /** When set, any other token gets Telegram's 401; otherwise every token is accepted. */
   token?: string;
+  /**
+   * getUpdates ignores `timeout` and answers at once, `[]` when nothing is queued, as some
+   * proxies and emulators do. Default false (a long poll waits for an update or the timeout).
+   */
+  ignorePollTimeout?: boolean;
 }
 
 /** A file part of a multipart request. `field` is the parameter that references it (`photo`, `document`). */
@@ -398,7 +403,7 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
       allowedUpdates = p.allowed_updates.length > 0 ? new Set(p.allowed_updates.map(String)) : undefined;
     }
     const limit = Math.min(Math.max(toInteger(p.limit) ?? 100, 1), 100);
-    const timeoutSeconds = Math.max(toInteger(p.timeout) ?? 0, 0);
+    const timeoutSeconds = options.ignorePollTimeout ? 0 : Math.max(toInteger(p.timeout) ?? 0, 0);
 
     const ready = deliverable(limit);
     if (ready.length > 0 || timeoutSeconds === 0) return writeReply(res, ok(ready));

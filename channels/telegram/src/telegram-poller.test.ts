@@ -81,3 +81,58 @@ describe("TelegramPoller when storing fails", () => {
     expect(seen).toEqual(["after"]);
   });
 });
+
+describe("TelegramPoller against a getUpdates that ignores the long-poll timeout", () => {
+  let telegram: FakeTelegram;
+  let redis: Redis;
+  let prefix: string;
+  beforeAll(async () => {
+    telegram = await startFakeTelegram({ ignorePollTimeout: true });
+    redis = createRedis({ url: TEST_REDIS_URL });
+    prefix = testQueuePrefix("poller_early_empty");
+  });
+  afterAll(async () => {
+    await telegram?.close();
+    redis?.disconnect();
+    await clearQueuePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  it("backs off instead of spinning, still takes updates, and stops at once while waiting", async () => {
+    const seen: string[] = [];
+    const p = new TelegramPoller({
+      api: new Api("1:x", { apiRoot: telegram.apiRoot }),
+      leadership: new RedisLeadership(redis, `${prefix}:lock`, "early-empty", 3_000),
+      redis,
+      offsetKey: `${prefix}:offset`,
+      acceptUpdate: async (u) => {
+        const text = (u.message as { text: string }).text;
+        seen.push(text);
+        return { kind: "stored", inboundMessageId: text, duplicate: false };
+      },
+      pollTimeoutSeconds: 25,
+      logger: pino({ level: "silent" }),
+    });
+    p.start();
+    try {
+      await telegram.waitForCalls("getUpdates", 1);
+      await new Promise((r) => setTimeout(r, 2_000));
+      // Without a back-off this is in the thousands.
+      expect(telegram.callsTo("getUpdates").length).toBeLessThan(20);
+
+      const pushedAt = Date.now();
+      telegram.pushUpdate(update("during the back-off"));
+      await waitFor(async () => seen.includes("during the back-off"), 6_000, "the update pushed during the back-off", 20);
+      expect(Date.now() - pushedAt).toBeLessThan(5_000);
+
+      // The update reset the back-off; after three more empty answers it is a 1 s wait,
+      // which a stop must not sit out.
+      const calls = telegram.callsTo("getUpdates").length;
+      await telegram.waitForCalls("getUpdates", calls + 3, 5_000);
+    } finally {
+      const stoppingAt = Date.now();
+      await p.stop();
+      expect(Date.now() - stoppingAt).toBeLessThan(500);
+    }
+    expect(seen).toEqual(["during the back-off"]);
+  }, 20_000);
+});

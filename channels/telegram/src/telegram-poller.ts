@@ -17,6 +17,14 @@ export interface TelegramPollerOptions {
   logger: Logger;
 }
 
+/**
+ * Back-off after an empty getUpdates answer that came much sooner than the long poll asked
+ * for (a proxy or emulator that ignores `timeout`), which would otherwise spin: 250 ms,
+ * doubling, at most 4 s. Reset by any update or by a proper long poll.
+ */
+const EMPTY_POLL_BACKOFF_START_MS = 250;
+const EMPTY_POLL_BACKOFF_MAX_MS = 4_000;
+
 // grammY types its signal parameter with the abort-controller polyfill; Node's is compatible.
 type GrammySignal = Parameters<Api["getUpdates"]>[1];
 
@@ -97,13 +105,19 @@ export class TelegramPoller {
       await api.deleteWebhook({ drop_pending_updates: false }, signal as GrammySignal);
       let offset = Number((await this.o.redis.get(this.o.offsetKey)) ?? 0) || undefined;
       let pollFailures = 0;
+      let emptyPollBackoffMs = 0;
+      let warnedEarlyEmpty = false;
+      const pollTimeoutMs = this.o.pollTimeoutSeconds * 1000;
       while (!signal.aborted) {
         let updates: Update[];
+        let answeredAfterMs: number;
         try {
+          const startedAt = performance.now();
           updates = await api.getUpdates(
             { offset, timeout: this.o.pollTimeoutSeconds, allowed_updates: [...TELEGRAM_ALLOWED_UPDATES] },
             signal as GrammySignal,
           );
+          answeredAfterMs = performance.now() - startedAt;
           pollFailures = 0;
         } catch (error) {
           if (signal.aborted) break;
@@ -133,6 +147,18 @@ export class TelegramPoller {
           offset = update.update_id + 1;
         }
         if (updates.length > 0) await this.o.redis.set(this.o.offsetKey, String(offset));
+        // With timeout 0 (short polling) every empty answer is early.
+        const earlyEmpty = updates.length === 0 && (pollTimeoutMs === 0 || answeredAfterMs < pollTimeoutMs / 2);
+        if (!earlyEmpty) {
+          emptyPollBackoffMs = 0;
+          continue;
+        }
+        if (!warnedEarlyEmpty) {
+          warnedEarlyEmpty = true;
+          logger.warn({ answeredAfterMs: Math.round(answeredAfterMs), pollTimeoutSeconds: this.o.pollTimeoutSeconds }, "getUpdates answered empty before its long-poll timeout; backing off");
+        }
+        emptyPollBackoffMs = Math.min(EMPTY_POLL_BACKOFF_MAX_MS, Math.max(EMPTY_POLL_BACKOFF_START_MS, emptyPollBackoffMs * 2));
+        await sleep(emptyPollBackoffMs, signal);
       }
     } finally {
       clearInterval(renewal);
