@@ -78,6 +78,64 @@ describe("launcher", () => {
     expect(await proc.exited).toBe(0);
   });
 
+  it("drains and exits 0 through npm start on SIGTERM, leaving no process behind", async () => {
+    const port = await freePort();
+    const prefix = testQueuePrefix("launcher_npm");
+    prefixes.push(prefix);
+    // npm forwards SIGTERM only to its own child; the script must run node in the shell's place.
+    const npm = spawn("npm", ["start"], {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        NAHIDA_SERVICES: "gateway",
+        DATABASE_URL: freshDatabaseUrl(),
+        REDIS_URL: TEST_REDIS_URL,
+        NAHIDA_QUEUE_PREFIX: prefix,
+        GATEWAY_PORT: String(port),
+        LOG_LEVEL: "info",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    npm.stdout.on("data", (d) => (output += d));
+    npm.stderr.on("data", (d) => (output += d));
+    const exited = new Promise<number | string>((resolve) => npm.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+    /** The first complete JSON log line with this `msg`; npm's own banner lines are not JSON. */
+    const logLine = (msg: string): { msg: string; pid: number } | undefined => {
+      for (const line of output.split("\n").slice(0, -1)) {
+        if (!line.startsWith("{")) continue;
+        const entry = JSON.parse(line) as { msg?: string; pid?: number };
+        if (entry.msg === msg && typeof entry.pid === "number") return { msg, pid: entry.pid };
+      }
+      return undefined;
+    };
+    let servicePid: number | undefined;
+    try {
+      const started = await waitFor(async () => logLine("nahida started"), 60_000, "npm start to log 'nahida started'");
+      servicePid = started.pid;
+      expect(servicePid).not.toBe(npm.pid);
+      const ready = await waitFor(async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/api/ready`);
+        return res.status === 200 ? res.json() : undefined;
+      }, 30_000, "/api/ready");
+      expect(ready).toMatchObject({ status: "ready" });
+
+      npm.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(logLine("stopped")).toBeDefined();
+      expect(() => process.kill(servicePid!, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
+    } finally {
+      npm.kill("SIGKILL");
+      if (servicePid !== undefined) {
+        try {
+          process.kill(servicePid, "SIGKILL");
+        } catch {
+          // Already gone, as it should be.
+        }
+      }
+    }
+  }, 90_000);
+
   it.each([
     [{ REDIS_URL: "nonsense" }, "REDIS_URL: must be a URL like redis://"],
     [{ DATABASE_URL: "mysql://x@y/z" }, "DATABASE_URL: must be a URL like postgresql://"],
