@@ -1,0 +1,5 @@
+export * from "./markdown-tree";
+export * from "./markdown.parser";
+export * from "./text-layout";
+export * from "./code-fence";
+export * from "./chunk-text";
