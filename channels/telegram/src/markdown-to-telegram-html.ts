@@ -1,11 +1,4 @@
-import {
-  HORIZONTAL_RULE,
-  joinBlockLines,
-  listItemMarker,
-  parseMarkdown,
-  type MarkdownBlock,
-  type MarkdownInline,
-} from "@nahida/text";
+import { layoutBlocks, parseMarkdown, type MarkdownInline, type TextBlockStyle } from "@nahida/text";
 
 /**
  * The Markdown tree of `@nahida/text` → Telegram's HTML subset.
@@ -43,47 +36,24 @@ function escapeAttribute(text: string): string {
  * Line breaks are kept; blank lines at the ends and empty blocks are dropped.
  */
 export function markdownToTelegramHtml(markdown: string): string {
-  return renderBlocks(parseMarkdown(markdown).blocks, false);
+  return layoutBlocks(parseMarkdown(markdown).blocks, TELEGRAM_STYLE);
 }
 
-function renderBlocks(blocks: MarkdownBlock[], inQuote: boolean): string {
-  return joinBlockLines(blocks.map((block) => renderBlock(block, inQuote)));
-}
-
-function renderBlock(block: MarkdownBlock, inQuote: boolean): string {
-  switch (block.kind) {
-    case "paragraph":
-      return renderInline(block.children);
-    case "heading": {
-      const rendered = renderInline(block.children, new Set(["b"]));
-      return rendered === "" ? "" : `<b>${rendered}</b>`;
-    }
-    case "codeBlock":
-      return renderCodeBlock(block.code, block.language, inQuote);
-    case "quote": {
-      const inner = renderBlocks(block.children, true);
-      return inner === "" ? "" : `<blockquote>${inner}</blockquote>`;
-    }
-    case "list":
-      return block.items.map((item) => `${escapeHtml(listItemMarker(item))}${renderInline(item.children)}`).join("\n");
-    case "rule":
-      return HORIZONTAL_RULE;
-    case "blankLine":
-      return "";
-    default: {
-      const unreachable: never = block;
-      throw new Error(`unknown block ${JSON.stringify(unreachable)}`);
-    }
-  }
-}
-
-function renderCodeBlock(code: string, language: string | undefined, inQuote: boolean): string {
-  if (code.trim() === "") return "";
-  // Telegram allows no pre inside a blockquote: quoted code is kept as plain text.
-  if (inQuote) return escapeHtml(code);
-  if (language === undefined) return `<pre>${escapeHtml(code)}</pre>`;
-  return `<pre><code class="language-${escapeAttribute(language)}">${escapeHtml(code)}</code></pre>`;
-}
+const TELEGRAM_STYLE: TextBlockStyle = {
+  inline: (children) => renderInline(children),
+  heading: (heading) => {
+    const rendered = renderInline(heading.children, new Set(["b"]));
+    return rendered === "" ? "" : `<b>${rendered}</b>`;
+  },
+  codeBlock: ({ code, language }, inQuote) => {
+    // Telegram allows no pre inside a blockquote: quoted code is kept as plain text.
+    if (inQuote) return escapeHtml(code);
+    if (language === undefined) return `<pre>${escapeHtml(code)}</pre>`;
+    return `<pre><code class="language-${escapeAttribute(language)}">${escapeHtml(code)}</code></pre>`;
+  },
+  quote: (inner) => `<blockquote>${inner}</blockquote>`,
+  escape: escapeHtml,
+};
 
 function renderInline(nodes: MarkdownInline[], active: ReadonlySet<StyleTag> = new Set()): string {
   return renderNodes(nodes, { active, inLink: false });

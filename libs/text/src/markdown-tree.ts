@@ -44,8 +44,8 @@ export interface MarkdownCodeBlock {
 }
 
 /**
- * `>` lines. Nested quotes are flattened: a `> >` line inside a quote is a paragraph of its
- * own in the outer quote, so a quote never contains a quote. `children` may be empty.
+ * `>` lines. Nested quotes are flattened: `> > a` is the line `a` of the outer quote, so a
+ * quote never contains a quote. `children` may be empty.
  */
 export interface MarkdownQuote {
   kind: "quote";

@@ -16,10 +16,10 @@ const TASK_BOX = /^\[([ xX])\][ \t]+/;
  * never interpreted: `<b>` is text.
  */
 export function parseMarkdown(markdown: string): MarkdownDocument {
-  return { blocks: parseBlocks(markdown.replace(/\r\n?/g, "\n").split("\n"), false) };
+  return { blocks: parseBlocks(markdown.replace(/\r\n?/g, "\n").split("\n")) };
 }
 
-function parseBlocks(lines: string[], inQuote: boolean): MarkdownBlock[] {
+function parseBlocks(lines: string[]): MarkdownBlock[] {
   const blocks: MarkdownBlock[] = [];
   let paragraph: string[] = [];
   const flushParagraph = (): void => {
@@ -50,15 +50,11 @@ function parseBlocks(lines: string[], inQuote: boolean): MarkdownBlock[] {
     }
     if (QUOTE_PREFIX.test(line)) {
       flushParagraph();
-      if (inQuote) {
-        // A nested quote line is a paragraph of its own in the outer quote.
-        paragraph.push(line.replace(QUOTE_PREFIX, ""));
-        continue;
-      }
+      // The prefix takes every ">" at once, so quoted lines are never quoted again: no quote in a quote.
       const quoted: string[] = [];
       for (; i < lines.length && QUOTE_PREFIX.test(lines[i] ?? ""); i++) quoted.push((lines[i] ?? "").replace(QUOTE_PREFIX, ""));
       i--;
-      blocks.push({ kind: "quote", children: parseBlocks(quoted, true) });
+      blocks.push({ kind: "quote", children: parseBlocks(quoted) });
       continue;
     }
     const heading = HEADING.exec(line);
