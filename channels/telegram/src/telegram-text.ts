@@ -1,7 +1,8 @@
-import { chunkText, TELEGRAM_TEXT_LIMIT } from "./chunk-text";
-import { escapeHtml, isFenceClose, markdownToTelegramHtml, parseFenceOpen, type CodeFence } from "./markdown-to-telegram-html";
+import { isFenceClose, parseFenceOpen, type CodeFence } from "@nahida/text";
+import { chunkTelegramText, TELEGRAM_TEXT_LIMIT } from "./chunk-text";
+import { escapeHtml, markdownToTelegramHtml } from "./markdown-to-telegram-html";
 
-export { chunkText, TELEGRAM_TEXT_LIMIT } from "./chunk-text";
+export { chunkTelegramText as chunkText, TELEGRAM_TEXT_LIMIT } from "./chunk-text";
 export { escapeHtml, markdownToTelegramHtml } from "./markdown-to-telegram-html";
 
 /** One Telegram message worth of an answer. */
@@ -25,7 +26,7 @@ const MAX_RESPLIT_DEPTH = 4;
 
 /**
  * Splits an LLM answer into Telegram messages. The Markdown source is chunked first (with
- * `chunkText`, so cuts fall on paragraph, line, then word boundaries) and each chunk is
+ * `chunkTelegramText`, so cuts fall on paragraph, line, then word boundaries) and each chunk is
  * rendered on its own, so every message is well-formed HTML whatever happens at the cut.
  * A code block cut in two is closed at the end of one chunk and reopened, with its
  * language, at the start of the next. Each chunk is measured after rendering: the text
@@ -61,7 +62,7 @@ function renderWithBudget(markdown: string, limit: number, budget: number, depth
   const chunks: TelegramChunk[] = [];
   // Reopening and closing a cut code block adds two fence lines to a chunk: leave room for them.
   const chunkBudget = Math.max(2, budget - fenceReserve(markdown, budget));
-  for (const piece of balanceFences(chunkText(markdown, chunkBudget))) {
+  for (const piece of balanceFences(chunkTelegramText(markdown, chunkBudget))) {
     const html = markdownToTelegramHtml(piece);
     const shown = telegramHtmlToText(html);
     if (shown.length <= limit && piece.length <= limit) {
@@ -77,7 +78,7 @@ function renderWithBudget(markdown: string, limit: number, budget: number, depth
 }
 
 function plainChunks(markdown: string, limit: number): TelegramChunk[] {
-  return chunkText(markdown, limit).map((plain) => ({ html: escapeHtml(plain), plain }));
+  return chunkTelegramText(markdown, limit).map((plain) => ({ html: escapeHtml(plain), plain }));
 }
 
 function fenceReserve(markdown: string, budget: number): number {
