@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InboundMessage, MessageContext, parseChatAddress } from "@nahida/contracts";
-import { InboundMessageRepository } from "@nahida/db";
-import { TypedQueue, createRedis } from "@nahida/queue";
-import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "../../../test/support/infra";
 import { mulberry32 } from "../../../test/support/seeded-random";
-import { createIntake, stripNul, type Intake, type IntakeCandidate, type NormalizedEvent } from "./intake";
+import { stripNul, type IntakeCandidate, type NormalizedEvent } from "./intake";
+import { startIntakeHarness, type IntakeHarness } from "./intake-harness";
 
 /** A real-shaped platform event and what the adapter must make of it. */
 export interface IngressFixture {
@@ -219,34 +217,21 @@ export function describeIngressConformance(subject: IngressConformanceSubject): 
     });
 
     describe("through the intake", () => {
-      let t: TestDatabase;
-      let redis: ReturnType<typeof createRedis>;
-      let prefix: string;
-      let queue: TypedQueue<"inbound">;
-      let inbound: InboundMessageRepository;
-      let intake: Intake;
+      let h: IntakeHarness;
       beforeAll(async () => {
-        t = await createTestDatabase(`ingress_${channel}`);
-        redis = createRedis({ url: TEST_REDIS_URL });
-        prefix = testQueuePrefix(`ingress_${channel}`);
-        queue = new TypedQueue("inbound", { connection: redis, prefix });
-        inbound = new InboundMessageRepository(t.db.prisma);
-        intake = createIntake({ inbound, queue });
+        h = await startIntakeHarness(`ingress_${channel}`);
       }, 60_000);
       afterAll(async () => {
-        await queue?.close();
-        redis?.disconnect();
-        if (prefix) await clearQueuePrefix(TEST_REDIS_URL, prefix);
-        await t?.drop();
+        await h?.close();
       });
 
       const jobsFor = async (inboundMessageId: string) =>
-        (await queue.queue.getJobs()).filter((job) => job.name === "message.received" && job.data.inboundMessageId === inboundMessageId);
+        (await h.queue.queue.getJobs()).filter((job) => job.name === "message.received" && job.data.inboundMessageId === inboundMessageId);
 
       it("stores an event delivered twice once, with one message.received job under the row id", async () => {
         const event = messageFixtures[0]!.event;
-        const first = await intake.accept(candidateOf(subject.normalize(event)));
-        const second = await intake.accept(candidateOf(subject.normalize(structuredClone(event))));
+        const first = await h.intake.accept(candidateOf(subject.normalize(event)));
+        const second = await h.intake.accept(candidateOf(subject.normalize(structuredClone(event))));
         expect(first.kind).toBe("stored");
         if (first.kind !== "stored") return;
         expect(second).toEqual({ kind: "duplicate", inboundMessageId: first.inboundMessageId });
@@ -262,20 +247,20 @@ export function describeIngressConformance(subject: IngressConformanceSubject): 
           context: { ...normalized.context, senderLabel: `${normalized.context.senderLabel}\u0000` },
           raw: { event: normalized.raw, note: "nul\u0000here" },
         };
-        const outcome = await intake.accept(candidate);
+        const outcome = await h.intake.accept(candidate);
         expect(outcome.kind).toBe("stored");
         if (outcome.kind !== "stored") return;
-        const row = await inbound.get(outcome.inboundMessageId);
+        const row = await h.inbound.get(outcome.inboundMessageId);
         expect(row?.message.text).toBe(`badbyte ${stripNul(normalized.message.text)}`);
         expect(row?.context.senderLabel).toBe(stripNul(normalized.context.senderLabel));
-        const raw = await t.db.pool.query("SELECT raw FROM inbound_messages WHERE id = $1", [outcome.inboundMessageId]);
+        const raw = await h.t.db.pool.query("SELECT raw FROM inbound_messages WHERE id = $1", [outcome.inboundMessageId]);
         expect(raw.rows[0].raw).toEqual(stripNul(JSON.parse(JSON.stringify(candidate.raw))));
       });
 
       it("stores the same dedupe key under another account separately", async () => {
         const event = messageFixtures[0]!.event;
-        const ours = await intake.accept(candidateOf(subject.normalize(event)));
-        const theirs = await intake.accept(candidateOf(subject.normalize(event), `${subject.accountId}-other`));
+        const ours = await h.intake.accept(candidateOf(subject.normalize(event)));
+        const theirs = await h.intake.accept(candidateOf(subject.normalize(event), `${subject.accountId}-other`));
         expect(["stored", "duplicate"]).toContain(ours.kind);
         expect(theirs.kind).toBe("stored");
         if (ours.kind === "ignored" || ours.kind === "unstorable" || theirs.kind !== "stored") return;

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InboundMessageRepository, createDatabase } from "@nahida/db";
-import { TypedQueue, createRedis } from "@nahida/queue";
-import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "../../../test/support/infra";
-import { createIntake, stripNul, type Intake, type IntakeCandidate } from "./intake";
+import { createIntake, stripNul, type IntakeCandidate } from "./intake";
+import { startIntakeHarness, type IntakeHarness } from "./intake-harness";
 
 const TIMESTAMP = "2026-05-10T06:03:00.000Z";
 
@@ -34,31 +33,20 @@ describe("stripNul", () => {
 });
 
 describe("createIntake", () => {
-  let t: TestDatabase;
-  let redis: ReturnType<typeof createRedis>;
-  let prefix: string;
-  let queue: TypedQueue<"inbound">;
-  let intake: Intake;
+  let h: IntakeHarness;
   beforeAll(async () => {
-    t = await createTestDatabase("intake");
-    redis = createRedis({ url: TEST_REDIS_URL });
-    prefix = testQueuePrefix("intake");
-    queue = new TypedQueue("inbound", { connection: redis, prefix });
-    intake = createIntake({ inbound: new InboundMessageRepository(t.db.prisma), queue });
+    h = await startIntakeHarness("intake");
   }, 60_000);
   afterAll(async () => {
-    await queue?.close();
-    redis?.disconnect();
-    if (prefix) await clearQueuePrefix(TEST_REDIS_URL, prefix);
-    await t?.drop();
+    await h?.close();
   });
 
-  const jobCount = async () => (await queue.queue.getJobs()).length;
+  const jobCount = async () => (await h.queue.queue.getJobs()).length;
 
   it("answers unstorable, and enqueues nothing, when Postgres refuses the data", async () => {
     const before = await jobCount();
     // A lone surrogate survives JSON.stringify as an escape that jsonb rejects.
-    const outcome = await intake.accept(candidate("lone-surrogate", "bad \ud800"));
+    const outcome = await h.intake.accept(candidate("lone-surrogate", "bad \ud800"));
     expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("22P02") });
     expect(await jobCount()).toBe(before);
   });
@@ -66,32 +54,32 @@ describe("createIntake", () => {
   it("answers unstorable for a candidate whose parts name another channel", async () => {
     const c = candidate("wrong-channel");
     const outcomes = [
-      await intake.accept({ ...c, channel: "other" }),
-      await intake.accept({ ...c, message: { ...c.message, chat: "other:private:42" } }),
-      await intake.accept({ ...c, context: { ...c.context, channel: "other" } }),
+      await h.intake.accept({ ...c, channel: "other" }),
+      await h.intake.accept({ ...c, message: { ...c.message, chat: "other:private:42" } }),
+      await h.intake.accept({ ...c, context: { ...c.context, channel: "other" } }),
     ];
     for (const outcome of outcomes) expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("channel") });
-    const rows = await t.db.pool.query("SELECT count(*)::int AS n FROM inbound_messages WHERE dedupe_key LIKE '%wrong-channel'");
+    const rows = await h.t.db.pool.query("SELECT count(*)::int AS n FROM inbound_messages WHERE dedupe_key LIKE '%wrong-channel'");
     expect(rows.rows[0].n).toBe(0);
   });
 
   it("answers unstorable for a message that breaks the InboundMessage contract", async () => {
     const c = candidate("bad-message");
-    const outcome = await intake.accept({ ...c, message: { ...c.message, timestamp: "yesterday" } });
+    const outcome = await h.intake.accept({ ...c, message: { ...c.message, timestamp: "yesterday" } });
     expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("InboundMessage") });
   });
 
   it("keys the row by account and dedupe key", async () => {
-    const outcome = await intake.accept(candidate("update:7"));
+    const outcome = await h.intake.accept(candidate("update:7"));
     expect(outcome.kind).toBe("stored");
-    const rows = await t.db.pool.query("SELECT channel, dedupe_key FROM inbound_messages WHERE dedupe_key LIKE '%update:7'");
+    const rows = await h.t.db.pool.query("SELECT channel, dedupe_key FROM inbound_messages WHERE dedupe_key LIKE '%update:7'");
     expect(rows.rows).toEqual([{ channel: "testchat", dedupe_key: "bot-1:update:7" }]);
   });
 
   it("throws when Postgres is unreachable, so the platform is not acknowledged", async () => {
     const down = createDatabase({ url: "postgresql://postgres@127.0.0.1:1/nahida_unreachable", poolSize: 1 });
     try {
-      const unreachable = createIntake({ inbound: new InboundMessageRepository(down.prisma), queue });
+      const unreachable = createIntake({ inbound: new InboundMessageRepository(down.prisma), queue: h.queue });
       await expect(unreachable.accept(candidate("outage"))).rejects.toThrow();
     } finally {
       await down.close();
