@@ -3,8 +3,10 @@ import { hostname } from "node:os";
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
+import { formatChatAddress, parseChatAddress } from "@nahida/contracts";
 import { InboundMessageRepository, type PrismaClient } from "@nahida/db";
 import { errorHandlerPlugin } from "@nahida/http";
+import { createIntake, type Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
 import { ChatAdminsCache } from "./chat-admins.cache";
@@ -12,22 +14,33 @@ import { RedisLeadership } from "@nahida/queue";
 import { TelegramPoller } from "./telegram-poller";
 import { TELEGRAM_ALLOWED_UPDATES, createTelegramUpdateHandler } from "./telegram-update.handler";
 import { telegramWebhookRoute } from "./telegram-webhook.route";
-import type { TelegramBotIdentity } from "./telegram.normalizer";
+import { DEFAULT_TELEGRAM_CHANNEL, type TelegramBotIdentity } from "./telegram.normalizer";
 
-export interface TelegramIngressOptions {
+/** Where updates are stored: a ready intake, or what to build one from. */
+export type TelegramIntakeSource =
+  | { intake: Intake; prisma?: never; inboundQueue?: never }
+  | { intake?: never; prisma: PrismaClient; inboundQueue: TypedQueue<"inbound"> };
+
+export type TelegramIngressOptions = TelegramIngressBaseOptions & TelegramIntakeSource;
+
+export interface TelegramIngressBaseOptions {
   token: string;
   apiRoot: string;
   mode: "polling" | "webhook";
-  prisma: PrismaClient;
+  /**
+   * The instance name: the ChatAddress channel of this bot's chats, and the scope of its
+   * de-duplication. Give each bot of a deployment its own. Default `telegram`.
+   */
+  channel?: string;
   redis: Redis;
-  inboundQueue: TypedQueue<"inbound">;
   /** Queue prefix; namespaces the poller lock and offset in Redis. */
   prefix: string;
   logger: Logger;
   pollTimeoutSeconds?: number;
   /** Poller lease; a dead leader is replaced after at most this long. */
   leaderTtlMs?: number;
-  webhook?: { host: string; port: number; secret: string; publicUrl?: string; bodyLimitBytes?: number };
+  /** `path` defaults to `/<channel>/webhook`. */
+  webhook?: { host: string; port: number; secret: string; path?: string; publicUrl?: string; bodyLimitBytes?: number };
 }
 
 export interface RunningTelegramIngress {
@@ -62,13 +75,18 @@ async function whoAmI(api: Api): Promise<TelegramBotIdentity> {
 }
 
 export async function startTelegramIngress(o: TelegramIngressOptions): Promise<RunningTelegramIngress> {
+  const channel = o.channel ?? DEFAULT_TELEGRAM_CHANNEL;
+  // Otherwise every update would be ignored for its unparseable chat address.
+  if (!parseChatAddress(formatChatAddress({ channel, type: "private", id: "0" })).ok) {
+    throw new RangeError(`Telegram channel name ${JSON.stringify(channel)} must match [a-z][a-z0-9_-]*`);
+  }
   const api = new Api(o.token, { apiRoot: o.apiRoot });
   const bot = await whoAmI(api);
-  const logger = o.logger.child({ bot: bot.username });
+  const logger = o.logger.child({ bot: bot.username, channel });
   const acceptUpdate = createTelegramUpdateHandler({
     bot,
-    inbound: new InboundMessageRepository(o.prisma),
-    queue: o.inboundQueue,
+    channel,
+    intake: o.intake ?? createIntake({ inbound: new InboundMessageRepository(o.prisma), queue: o.inboundQueue }),
     admins: new ChatAdminsCache(api),
   });
 
@@ -102,7 +120,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
   // The gateway's error shape: 4xx keep their message, 5xx are logged and hidden (a 500
   // makes Telegram deliver the update again).
   await server.register(errorHandlerPlugin);
-  await server.register(telegramWebhookRoute, { path: "/telegram/webhook", secret: webhook.secret, acceptUpdate, logger });
+  await server.register(telegramWebhookRoute, { path: webhook.path ?? `/${channel}/webhook`, secret: webhook.secret, acceptUpdate, logger });
   const address = await server.listen({ host: webhook.host, port: webhook.port });
   if (webhook.publicUrl) {
     await api.setWebhook(webhook.publicUrl, {

@@ -3,12 +3,12 @@ import { Api } from "grammy";
 import type { Update } from "grammy/types";
 import pino from "pino";
 import type { Redis } from "ioredis";
+import type { IntakeOutcome } from "@nahida/ingress";
 import { createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../../../test/fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, testQueuePrefix, waitFor } from "../../../test/support/infra";
 import { RedisLeadership } from "@nahida/queue";
 import { TelegramPoller } from "./telegram-poller";
-import { UnstorableUpdateError, type AcceptOutcome } from "./telegram-update.handler";
 
 const update = (text: string) => ({
   message: { message_id: 1, from: { id: 5, is_bot: false, first_name: "A" }, chat: { id: 5, type: "private", first_name: "A" }, date: 1778400180, text },
@@ -29,7 +29,7 @@ describe("TelegramPoller when storing fails", () => {
     await clearQueuePrefix(TEST_REDIS_URL, prefix);
   });
 
-  function poller(acceptUpdate: (u: Update) => Promise<AcceptOutcome>, key: string) {
+  function poller(acceptUpdate: (u: Update) => Promise<IntakeOutcome>, key: string) {
     return new TelegramPoller({
       api: new Api("1:x", { apiRoot: telegram.apiRoot }),
       leadership: new RedisLeadership(redis, `${prefix}:lock:${key}`, key, 3_000),
@@ -48,7 +48,7 @@ describe("TelegramPoller when storing fails", () => {
       const text = (u.message as { text: string }).text;
       if (outage-- > 0) throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
       seen.push(text);
-      return { kind: "stored", inboundMessageId: text, duplicate: false };
+      return { kind: "stored", inboundMessageId: text };
     }, "outage");
     telegram.pushUpdate(update("during outage"));
     p.start();
@@ -64,9 +64,9 @@ describe("TelegramPoller when storing fails", () => {
     const seen: string[] = [];
     const p = poller(async (u) => {
       const text = (u.message as { text: string }).text;
-      if (text === "poison") throw new UnstorableUpdateError(u.update_id, { cause: new Error("22021 invalid byte sequence") });
+      if (text === "poison") return { kind: "unstorable", reason: "Postgres refused the data: invalid byte sequence (22021)" };
       seen.push(text);
-      return { kind: "stored", inboundMessageId: text, duplicate: false };
+      return { kind: "stored", inboundMessageId: text };
     }, "poison");
     // The first test's update may still be unconfirmed at the fake; start clean.
     telegram.reset();

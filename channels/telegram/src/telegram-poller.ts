@@ -3,7 +3,7 @@ import type { Update } from "grammy/types";
 import type { Redis } from "ioredis";
 import type { Logger } from "@nahida/observability";
 import type { RedisLeadership } from "@nahida/queue";
-import { TELEGRAM_ALLOWED_UPDATES, UnstorableUpdateError, type AcceptUpdate } from "./telegram-update.handler";
+import { TELEGRAM_ALLOWED_UPDATES, logUpdateOutcome, type AcceptUpdate } from "./telegram-update.handler";
 
 export interface TelegramPollerOptions {
   api: Api;
@@ -134,16 +134,9 @@ export class TelegramPoller {
         }
         for (const update of updates) {
           // Stored before it is confirmed: a crash here means Telegram sends it again,
-          // and the update_id dedupe keeps it single.
-          try {
-            const outcome = await this.o.acceptUpdate(update);
-            if (outcome.kind === "ignored") logger.debug({ update_id: update.update_id, reason: outcome.reason }, "update ignored");
-          } catch (error) {
-            // An outage (Postgres down) is retried without end and confirms nothing; only an
-            // update whose data Postgres refuses is skipped, or it would stop intake forever.
-            if (!(error instanceof UnstorableUpdateError)) throw error;
-            logger.error({ update_id: update.update_id, err: (error.cause as Error)?.message }, "update cannot be stored; skipped");
-          }
+          // and the update_id dedupe keeps it single. An outage (Postgres down) throws, is
+          // retried without end and confirms nothing; only an unstorable update is skipped.
+          logUpdateOutcome(logger, update.update_id, await this.o.acceptUpdate(update));
           offset = update.update_id + 1;
         }
         if (updates.length > 0) await this.o.redis.set(this.o.offsetKey, String(offset));

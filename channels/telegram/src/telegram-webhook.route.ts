@@ -2,7 +2,7 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import type { FastifyPluginAsync } from "fastify";
 import type { Update } from "grammy/types";
 import type { Logger } from "@nahida/observability";
-import { UnstorableUpdateError, type AcceptUpdate } from "./telegram-update.handler";
+import { logUpdateOutcome, type AcceptUpdate } from "./telegram-update.handler";
 
 export interface TelegramWebhookRouteOptions {
   path: string;
@@ -33,14 +33,8 @@ export const telegramWebhookRoute: FastifyPluginAsync<TelegramWebhookRouteOption
     if (!body || typeof body !== "object" || Array.isArray(body) || !Number.isSafeInteger(body.update_id)) {
       return reply.status(400).send({ error: { code: "bad_request", message: "body must be a Telegram Update object with an integer update_id" } });
     }
-    try {
-      const outcome = await options.acceptUpdate(body as Update);
-      if (outcome.kind === "ignored") options.logger.debug({ update_id: body.update_id, reason: outcome.reason }, "update ignored");
-    } catch (error) {
-      // Telegram would redeliver it for a day; it can never be stored, so acknowledge it.
-      if (!(error instanceof UnstorableUpdateError)) throw error;
-      options.logger.error({ update_id: body.update_id, err: (error.cause as Error)?.message }, "update cannot be stored; skipped");
-    }
+    const update = body as Update;
+    logUpdateOutcome(options.logger, update.update_id, await options.acceptUpdate(update));
     return reply.status(200).send({ ok: true });
   });
 };

@@ -20,6 +20,11 @@ export interface TelegramBotIdentity {
 
 export interface NormalizeUpdateOptions {
   /**
+   * The channel instance name: `message.channel`, `context.channel` and the chat address's
+   * channel. A deployment running two bots gives each its own. Default `telegram`.
+   */
+  channel?: string;
+  /**
    * Role tags (`admin`, `owner`, …) of a sender in a chat, e.g. from a cache of
    * `getChatAdministrators`. Ids are the Telegram ids as decimal strings; for messages sent on
    * behalf of a chat (anonymous admins, channel posts) `senderId` is that chat's id.
@@ -61,7 +66,8 @@ export type NormalizeResult = NormalizedMessage | IgnoredUpdate;
 /** Used when an update has no usable `update_id`; such updates are always ignored. */
 export const INVALID_UPDATE_DEDUPE_KEY = "update:invalid";
 
-const CHANNEL = "telegram";
+/** The instance name of a deployment's only Telegram bot. */
+export const DEFAULT_TELEGRAM_CHANNEL = "telegram";
 
 // Dates past year 9999 would not render as an ISO 8601 timestamp.
 const MAX_UNIX_SECONDS = 253_402_300_799;
@@ -168,7 +174,7 @@ type MessageUpdateKind = (typeof MESSAGE_UPDATE_KINDS)[number];
  *   changes, service messages and messages without text or supported media are ignored.
  * - `dedupeKey` is `update:<update_id>`. Telegram redelivers updates, and webhook retries or a
  *   poller failover can reorder them, so callers dedupe by key, not by "greater than last seen".
- * - The chat address is `telegram:<private|group|channel>:<chat.id>[:<message_thread_id>]`,
+ * - The chat address is `<channel>:<private|group|channel>:<chat.id>[:<message_thread_id>]`,
  *   with the thread only for forum topic messages (`is_topic_message`).
  * - The raw update is not copied into the result; the caller stores it separately.
  */
@@ -227,7 +233,8 @@ function normalizeMessage(
   const chatType = chatTypeOf(m.chat);
   const chatId = String(m.chat.id);
   const thread = m.is_topic_message === true && m.message_thread_id !== undefined ? String(m.message_thread_id) : undefined;
-  const chat = formatChatAddress({ channel: CHANNEL, type: chatType, id: chatId, ...(thread !== undefined && { thread }) });
+  const channel = options.channel ?? DEFAULT_TELEGRAM_CHANNEL;
+  const chat = formatChatAddress({ channel, type: chatType, id: chatId, ...(thread !== undefined && { thread }) });
   const address = parseChatAddress(chat);
   if (!address.ok) return ignored(dedupeKey, address.error.message);
 
@@ -248,7 +255,7 @@ function normalizeMessage(
 
   const message = InboundMessage.safeParse({
     messageId: String(m.message_id),
-    channel: CHANNEL,
+    channel,
     chat,
     ...(chatDisplayName !== undefined && { chatDisplayName }),
     sender,
@@ -261,7 +268,7 @@ function normalizeMessage(
   if (!message.success) return ignored(dedupeKey, `normalized message is invalid: ${z.prettifyError(message.error)}`);
   const context = MessageContext.safeParse({
     timestamp,
-    channel: CHANNEL,
+    channel,
     chatType,
     ...(chatDisplayName !== undefined && { chatDisplayName }),
     senderLabel: sender.label,

@@ -1,0 +1,119 @@
+import { InboundMessage, MessageContext, parseChatAddress } from "@nahida/contracts";
+import { isDataError, type InboundMessageRepository } from "@nahida/db";
+import type { TypedQueue } from "@nahida/queue";
+
+/** One normalized platform event, ready to be stored. */
+export interface IntakeCandidate {
+  /** The channel instance name; equals `message.channel`, `context.channel` and the chat address's channel. */
+  channel: string;
+  /** The bot or account the event was delivered to (the Telegram bot id, the Milky self_id). */
+  accountId: string;
+  /** The event's platform identity within the account (`update:<update_id>`). */
+  dedupeKey: string;
+  message: InboundMessage;
+  context: MessageContext;
+  /** The platform event as received, stored for audit; never shown to the LLM. */
+  raw: unknown;
+}
+
+/** What a channel's normalizer makes of one platform event: a candidate without its instance, or a reason to drop it. */
+export type NormalizedEvent =
+  | ({ kind: "message" } & Omit<IntakeCandidate, "channel" | "accountId">)
+  | { kind: "ignored"; reason: string };
+
+/**
+ * The result of offering a candidate. `ignored` is never produced by the intake itself; it
+ * lets an adapter report a normalizer's verdict in the same type.
+ */
+export type IntakeOutcome =
+  | { kind: "stored"; inboundMessageId: string }
+  /** The platform delivered this event before; its job was added again under the same id. */
+  | { kind: "duplicate"; inboundMessageId: string }
+  | { kind: "ignored"; reason: string }
+  /**
+   * Storing it again can never succeed: Postgres refused the data, or the candidate breaks
+   * the InboundMessage contract. Log it and acknowledge the platform, or intake stalls on it.
+   */
+  | { kind: "unstorable"; reason: string };
+
+export interface IntakeOptions {
+  inbound: Pick<InboundMessageRepository, "store">;
+  queue: TypedQueue<"inbound">;
+}
+
+export interface Intake {
+  /**
+   * Stores the candidate and enqueues `inbound/message.received`; resolves only when both are
+   * done, so the caller may then acknowledge the platform. Rejects on an outage (Postgres or
+   * Redis unreachable): the platform must then deliver the event again.
+   */
+  accept(candidate: IntakeCandidate): Promise<IntakeOutcome>;
+}
+
+/** Removes NUL characters from every string and key: Postgres text and jsonb cannot store them. */
+export function stripNul<T>(value: T): T {
+  if (typeof value === "string") return value.replaceAll("\u0000", "") as T;
+  if (Array.isArray(value)) return value.map(stripNul) as T;
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [stripNul(k), stripNul(v)])) as T;
+  }
+  return value;
+}
+
+/**
+ * The one path every inbound event takes into Nahida, whatever its channel. De-duplication
+ * is per (channel, account, dedupeKey): two bots of one instance, or two instances, never
+ * swallow each other's events. A redelivered event is stored once; its job is added again
+ * under the row id, which BullMQ ignores while the first exists and the lane ignores after.
+ */
+export function createIntake(options: IntakeOptions): Intake {
+  return {
+    async accept(candidate) {
+      const clean = stripNul(candidate);
+      const checked = checkCandidate(clean);
+      if (checked.kind === "unstorable") return checked;
+      let stored;
+      try {
+        stored = await options.inbound.store({
+          dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
+          message: checked.message,
+          context: checked.context,
+          raw: clean.raw,
+        });
+      } catch (error) {
+        if (!isDataError(error)) throw error;
+        return { kind: "unstorable", reason: `Postgres refused the data: ${postgresMessage(error)}` };
+      }
+      await options.queue.add("message.received", { inboundMessageId: stored.id }, { jobId: stored.id });
+      return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
+    },
+  };
+}
+
+type Checked = { kind: "valid"; message: InboundMessage; context: MessageContext } | { kind: "unstorable"; reason: string };
+
+// Adapters are typed, but a candidate reaching the ledger must hold the contract at run time:
+// the agent worker parses these rows back and cannot recover a malformed one.
+function checkCandidate(candidate: IntakeCandidate): Checked {
+  const unstorable = (reason: string): Checked => ({ kind: "unstorable", reason });
+  if (candidate.accountId === "") return unstorable("accountId is empty");
+  if (candidate.dedupeKey === "") return unstorable("dedupeKey is empty");
+  const message = InboundMessage.safeParse(candidate.message);
+  if (!message.success) return unstorable(`message breaks the InboundMessage contract: ${message.error.issues[0]?.message ?? "invalid"}`);
+  const context = MessageContext.safeParse(candidate.context);
+  if (!context.success) return unstorable(`context breaks the MessageContext contract: ${context.error.issues[0]?.message ?? "invalid"}`);
+  const address = parseChatAddress(message.data.chat);
+  const channels = [message.data.channel, context.data.channel, address.ok ? address.value.channel : undefined];
+  if (channels.some((channel) => channel !== candidate.channel)) {
+    return unstorable(`message, context and chat address must all be of channel ${JSON.stringify(candidate.channel)}`);
+  }
+  return { kind: "valid", message: message.data, context: context.data };
+}
+
+// Prisma wraps the driver's error in text about the query invocation; the driver's part is the useful one.
+function postgresMessage(error: unknown): string {
+  const cause = (error as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown; originalCode?: unknown } } } }).meta
+    ?.driverAdapterError?.cause;
+  if (typeof cause?.originalMessage === "string") return `${cause.originalMessage} (${String(cause.originalCode)})`;
+  return error instanceof Error ? error.message : String(error);
+}
