@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Redis } from "ioredis";
-import type { ApiTokenRepository, PrismaClient } from "@nahida/db";
+import type { ApiTokenRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { errorHandlerPlugin } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
@@ -14,7 +14,9 @@ import { tokenRoutes } from "./routes/tokens/tokens.route";
 import type { SendService } from "./services/send.service";
 
 export interface ApiOptions {
-  prisma: PrismaClient;
+  deliveries: DeliveryRepository;
+  sessions: SessionRepository;
+  turns: TurnRepository;
   tokens: ApiTokenRepository;
   send: SendService;
   /** Shared Redis for the per-token rate limit. */
@@ -41,7 +43,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(authPlugin, { tokens: api.tokens });
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });
-  await fastify.register(deliveryRoutes, { prisma: api.prisma });
-  await fastify.register(sessionRoutes, { prisma: api.prisma });
+  await fastify.register(deliveryRoutes, { deliveries: api.deliveries });
+  await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
   await fastify.register(tokenRoutes, { tokens: api.tokens });
 };

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
-import { ApiTokenRepository, type Database } from "@nahida/db";
-import type { TypedQueue } from "@nahida/queue";
+import type { Database, Repositories } from "@nahida/db";
+import type { Outbox } from "@nahida/outbox";
 import type { Logger } from "@nahida/observability";
 import { app } from "./app";
 import { createSendService } from "./services/send.service";
@@ -11,15 +11,13 @@ export interface GatewayOptions {
   port: number;
   /** Largest accepted request body. */
   bodyLimitBytes: number;
-  db: Database;
+  db: Pick<Database, "checkReady">;
+  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens">;
+  /** Every send goes through it (it knows the registered channels and the workspace). */
+  outbox: Outbox;
   redis: Redis;
   logger: Logger;
-  outbound: TypedQueue<"outbound">;
   prefix: string;
-  /** Channels the delivery service can send to (targets of other channels get 404). */
-  channels: string[];
-  workspaceDir?: string;
-  deliveryTtlMs: number;
   rateLimitPerMinute: number;
   /** NAHIDA_API_TOKEN: bootstraps one admin token. */
   bootstrapToken?: string;
@@ -52,7 +50,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
   });
-  const tokens = new ApiTokenRepository(options.db.prisma);
+  const { tokens, deliveries, sessions, turns } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
@@ -60,18 +58,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       { name: "redis", check: () => pingRedis(options.redis, 2_000) },
     ],
     api: {
-      prisma: options.db.prisma,
+      deliveries,
+      sessions,
+      turns,
       tokens,
       redis: options.redis,
       prefix: options.prefix,
       rateLimitPerMinute: options.rateLimitPerMinute,
-      send: createSendService({
-        prisma: options.db.prisma,
-        outbound: options.outbound,
-        channels: options.channels,
-        deliveryTtlMs: options.deliveryTtlMs,
-        ...(options.workspaceDir ? { workspaceDir: options.workspaceDir } : {}),
-      }),
+      send: createSendService({ outbox: options.outbox }),
     },
   });
   const address = await server.listen({ host: options.host, port: options.port });

@@ -2,7 +2,9 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { createOpenAiLlm, startAgentWorker } from "@nahida/agent-worker";
-import { createDatabase, type Database } from "@nahida/db";
+import { systemClock } from "@nahida/contracts";
+import { createDatabase, createRepositories, type Database } from "@nahida/db";
+import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
 import { startDelivery } from "@nahida/delivery";
 import { startGateway } from "@nahida/gateway";
@@ -58,6 +60,18 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
     );
   }
 
+  const clock = systemClock;
+  const repositories = createRepositories(db.prisma);
+  const outbox = new Outbox({
+    ...repositories,
+    transaction: (fn) => db.prisma.$transaction(fn),
+    queue: queues.outbound,
+    channels: registry.channels(),
+    deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
+    clock,
+    ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
+  });
+
   const running: Stoppable[] = [];
   const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, stop: async () => undefined };
   const starters: Record<ServiceName, () => Promise<Stoppable>> = {
@@ -67,14 +81,12 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
         port: env.GATEWAY_PORT,
         bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
         db,
+        repositories,
+        outbox,
         redis,
         logger: logger.child({ component: "gateway" }),
-        outbound: queues.outbound,
         prefix,
-        channels: registry.channels(),
-        deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
         rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
-        ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
         ...(env.NAHIDA_API_TOKEN ? { bootstrapToken: env.NAHIDA_API_TOKEN } : {}),
       });
       result.gatewayAddress = gateway.address;

@@ -4,6 +4,8 @@ import type { Delivery, Prisma } from "../generated/prisma/client";
 
 
 export interface NewDelivery {
+  /** The row's id; given by callers that name the delivery before their transaction commits. */
+  id?: string;
   target: string;
   message: OutboundMessage;
   /** `agent`, `command`, `api`, `cron:<id>`, `agent:<run_id>`. */
@@ -25,19 +27,39 @@ export class DeliveryRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   async create(input: NewDelivery, tx?: Tx): Promise<Delivery> {
-    return (tx ?? this.prisma).delivery.create({
-      data: {
-        target: input.target,
-        message: input.message as unknown as Prisma.InputJsonValue,
-        source: input.source,
-        sessionId: input.sessionId ?? null,
-        inboundMessageId: input.inboundMessageId ?? null,
-        runId: input.runId ?? null,
-        expiresAt: input.expiresAt ?? null,
-        idempotencyKey: input.idempotencyKey ?? null,
-        requestHash: input.requestHash ?? null,
-      },
-    });
+    return (tx ?? this.prisma).delivery.create({ data: this.row(input) });
+  }
+
+  /**
+   * Creates the row unless one with the same idempotency key exists, and returns whichever
+   * row holds the key. `ON CONFLICT DO NOTHING` (not a failed insert) keeps the caller's
+   * transaction usable; a concurrent insert of the same key waits for the other to commit.
+   */
+  async createOnce(input: NewDelivery & { id: string; idempotencyKey: string }, tx?: Tx): Promise<{ delivery: Delivery; created: boolean }> {
+    const db = tx ?? this.prisma;
+    await db.delivery.createMany({ data: [this.row(input)], skipDuplicates: true });
+    const delivery = await db.delivery.findUnique({ where: { idempotencyKey: input.idempotencyKey } });
+    if (!delivery) throw new Error(`delivery with idempotency key ${input.idempotencyKey} vanished`);
+    return { delivery, created: delivery.id === input.id };
+  }
+
+  private row(input: NewDelivery) {
+    return {
+      ...(input.id ? { id: input.id } : {}),
+      target: input.target,
+      message: input.message as unknown as Prisma.InputJsonValue,
+      source: input.source,
+      sessionId: input.sessionId ?? null,
+      inboundMessageId: input.inboundMessageId ?? null,
+      runId: input.runId ?? null,
+      expiresAt: input.expiresAt ?? null,
+      idempotencyKey: input.idempotencyKey ?? null,
+      requestHash: input.requestHash ?? null,
+    };
+  }
+
+  async findByIdempotencyKey(idempotencyKey: string): Promise<Delivery | null> {
+    return this.prisma.delivery.findUnique({ where: { idempotencyKey } });
   }
 
   async get(id: string): Promise<Delivery | null> {

@@ -3,3 +3,4 @@ export * from "./session.repository";
 export * from "./turn.repository";
 export * from "./delivery.repository";
 export * from "./api-token.repository";
+export * from "./repositories";

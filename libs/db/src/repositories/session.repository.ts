@@ -5,6 +5,9 @@ import type { Chat, Session } from "../generated/prisma/client";
 /** A chat's sessions all share the chat's lane, so a chat never has two runs at once. */
 export const laneKeyForChat = (chatAddress: string): string => `chat:${chatAddress}`;
 
+/** The chat address a chat lane serves; null for lanes of sessions without a chat. */
+export const chatOfLane = (laneKey: string): string | null => (laneKey.startsWith("chat:") ? laneKey.slice("chat:".length) : null);
+
 
 /** Chats and their sessions. */
 export class SessionRepository {
@@ -39,6 +42,36 @@ export class SessionRepository {
       const chat = await tx.chat.findUniqueOrThrow({ where: { address } });
       return { chat, session };
     });
+  }
+
+  /**
+   * The session a lane's work goes to: for a chat lane the chat's current session (chat and
+   * session created on first contact). Null for a lane no session belongs to. Callers run
+   * inside the lane, so two runs never create competing sessions.
+   */
+  async resolveLane(laneKey: string): Promise<{ chat: Chat; session: Session } | null> {
+    const current = await this.prisma.session.findFirst({ where: { laneKey, chats: { some: {} } }, include: { chats: true } });
+    const chat = current?.chats.find((c) => c.currentSessionId === current.id);
+    if (current && chat) {
+      const { chats: _chats, ...session } = current;
+      return { chat, session };
+    }
+    const address = chatOfLane(laneKey);
+    if (address === null) return null;
+    const channel = address.split(":", 1)[0]!;
+    return this.resolve(address, channel);
+  }
+
+  /**
+   * Locks the lane row of a session until `tx` ends. A run commits its turns under this lock,
+   * so an event written under it never lands between a tool call and its result (the model
+   * API would reject that history). False when the session does not exist.
+   */
+  async lockLaneOf(sessionId: string, tx: Tx): Promise<boolean> {
+    const session = await tx.session.findUnique({ where: { id: sessionId }, select: { laneKey: true } });
+    if (!session) return false;
+    await tx.$queryRaw`SELECT 1 FROM lanes WHERE key = ${session.laneKey} FOR UPDATE`;
+    return true;
   }
 
   /** Starts a fresh session for the chat (`/new`); the old one stays in history. */

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { DeliveryView, IdParam, NahidaError } from "@nahida/contracts";
-import { DeliveryRepository, type PrismaClient } from "@nahida/db";
+import type { DeliveryRepository } from "@nahida/db";
 import { readErrorResponses } from "../error-responses";
 import { deliveryView } from "../views";
 
-export const deliveryRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = async (app, options) => {
-  const deliveries = new DeliveryRepository(options.prisma);
+export const deliveryRoutes: FastifyPluginAsyncZod<{ deliveries: DeliveryRepository }> = async (app, { deliveries }) => {
   app.get(
     "/api/deliveries/:id",
     {

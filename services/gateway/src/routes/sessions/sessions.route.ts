@@ -1,12 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView } from "@nahida/contracts";
-import { SessionRepository, TurnRepository, type PrismaClient } from "@nahida/db";
+import type { SessionRepository, TurnRepository } from "@nahida/db";
 import { readErrorResponses } from "../error-responses";
 import { historyMessage, sessionView } from "../views";
 
-export const sessionRoutes: FastifyPluginAsyncZod<{ prisma: PrismaClient }> = async (app, options) => {
-  const sessions = new SessionRepository(options.prisma);
-  const turns = new TurnRepository(options.prisma);
+export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository; turns: TurnRepository }> = async (app, { sessions, turns }) => {
 
   app.get(
     "/api/sessions",

@@ -1,0 +1,25 @@
+import type { PrismaClient } from "../database";
+import { ApiTokenRepository } from "./api-token.repository";
+import { DeliveryRepository } from "./delivery.repository";
+import { InboundMessageRepository } from "./inbound-message.repository";
+import { SessionRepository } from "./session.repository";
+import { TurnRepository } from "./turn.repository";
+
+/** Every repository over one client; services take the ones they use. */
+export interface Repositories {
+  deliveries: DeliveryRepository;
+  sessions: SessionRepository;
+  turns: TurnRepository;
+  inbound: InboundMessageRepository;
+  tokens: ApiTokenRepository;
+}
+
+export function createRepositories(prisma: PrismaClient): Repositories {
+  return {
+    deliveries: new DeliveryRepository(prisma),
+    sessions: new SessionRepository(prisma),
+    turns: new TurnRepository(prisma),
+    inbound: new InboundMessageRepository(prisma),
+    tokens: new ApiTokenRepository(prisma),
+  };
+}
