@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { startAgentWorker, type RunningAgentWorker } from "@nahida/agent-worker";
-import { InboundMessageRepository } from "@nahida/db";
+import { systemClock } from "@nahida/contracts";
+import { InboundMessageRepository, createRepositories } from "@nahida/db";
+import { Outbox } from "@nahida/outbox";
 import { createLogger } from "@nahida/observability";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, waitFor, type TestDatabase } from "../support/infra";
@@ -23,8 +25,19 @@ describe("inbound sweep", () => {
       lanes: new TypedQueue("lanes", { connection: redis, prefix }),
       outbound: new TypedQueue("outbound", { connection: redis, prefix }),
     };
+    const repositories = createRepositories(t.db.prisma);
     worker = await startAgentWorker({
       db: t.db,
+      repositories,
+      outbox: new Outbox({
+        ...repositories,
+        transaction: (fn) => t.db.prisma.$transaction(fn),
+        queue: queues.outbound,
+        channels: ["telegram"],
+        deliveryTtlMs: 60_000,
+        clock: systemClock,
+      }),
+      clock: systemClock,
       redis,
       createConnection: () => {
         const c = createRedis({ url: TEST_REDIS_URL, blocking: true });
@@ -41,7 +54,6 @@ describe("inbound sweep", () => {
       commandTimeoutMs: 1_000,
       concurrency: 2,
       leaseMs: 5_000,
-      deliveryTtlMs: 60_000,
       shutdownGraceMs: 1_000,
       inboundSweepIntervalMs: 200,
       inboundSweepGraceMs: 0,

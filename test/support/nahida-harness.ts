@@ -2,7 +2,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatEnvIssues, parseEnv } from "@nahida/config";
-import { launcherEnvSchema, startNahida, type RunningNahida } from "@nahida/launcher";
+import { launcherEnvSchema, startNahida, type NahidaExtensions, type RunningNahida } from "@nahida/launcher";
 import { createLogger } from "@nahida/observability";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
@@ -26,7 +26,7 @@ export interface Harness {
  * fresh database and queue prefix, pointed at fake Telegram and OpenAI servers through
  * configuration only.
  */
-export async function startHarness(label: string, env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(label: string, env: Record<string, string> = {}, extensions: NahidaExtensions = {}): Promise<Harness> {
   const telegram = await startFakeTelegram({ botUsername: "nahida_test_bot", botId: 7000000001 });
   const openai = await startFakeOpenAI();
   const workspaceDir = await mkdtemp(join(tmpdir(), "nahida-ws-"));
@@ -51,7 +51,7 @@ export async function startHarness(label: string, env: Record<string, string> = 
     ...env,
   });
   if (!parsed.ok) throw new Error(formatEnvIssues(parsed.error));
-  const nahida = await startNahida(parsed.value, createLogger({ level: parsed.value.LOG_LEVEL, service: `test-${label}` }));
+  const nahida = await startNahida(parsed.value, createLogger({ level: parsed.value.LOG_LEVEL, service: `test-${label}` }), extensions);
   return {
     nahida,
     telegram,

@@ -12,12 +12,35 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType> {
   attempts: number;
   /** Base of the exponential retry backoff. */
   backoffMs: number;
+  /** Completed jobs are kept this long (and at most `keepCompletedCount`) for inspection and dedupe by job id. */
+  keepCompletedSeconds: number;
+  keepCompletedCount: number;
+  /** Jobs that failed for good are kept this long; sweepers revive them by id. */
+  keepFailedSeconds: number;
 }
 
-const job = <S extends z.ZodType>(schema: S, attempts: number, backoffMs: number): JobDefinition<S> => ({
+/** Settings of a queue's consumers. */
+export interface QueueDefinition {
+  /** A job's lock lives this long without renewal; a dead worker's job is retried after it. */
+  lockDurationMs: number;
+  /** How often consumers look for stalled jobs (whose lock expired). */
+  stalledIntervalMs: number;
+}
+
+const HOUR_SECONDS = 3600;
+
+const job = <S extends z.ZodType>(
+  schema: S,
+  attempts: number,
+  backoffMs: number,
+  keep: Partial<Pick<JobDefinition, "keepCompletedSeconds" | "keepCompletedCount" | "keepFailedSeconds">> = {},
+): JobDefinition<S> => ({
   schema,
   attempts,
   backoffMs,
+  keepCompletedSeconds: keep.keepCompletedSeconds ?? HOUR_SECONDS,
+  keepCompletedCount: keep.keepCompletedCount ?? 10_000,
+  keepFailedSeconds: keep.keepFailedSeconds ?? 7 * 24 * HOUR_SECONDS,
 });
 
 const Uuid = z.uuid();
@@ -38,9 +61,23 @@ export const jobCatalog = {
      * Best effort, no row: a "typing…" indicator while the agent works. Carries the target
      * itself because it is worthless a few seconds later; never retried.
      */
-    "chat.action": job(z.object({ target: ChatAddressString, action: z.enum(["typing"]) }), 1, 0),
+    "chat.action": job(z.object({ target: ChatAddressString, action: z.enum(["typing"]) }), 1, 0, {
+      keepCompletedSeconds: 60,
+      keepCompletedCount: 1_000,
+      keepFailedSeconds: HOUR_SECONDS,
+    }),
   },
 } as const satisfies Record<string, Record<string, JobDefinition>>;
+
+/**
+ * Consumer settings per queue. The lock is what bounds recovery of a job whose worker died;
+ * lane state itself lives in Postgres (docs/lanes.md), so a lost wake costs one sweep.
+ */
+export const queueCatalog = {
+  lanes: { lockDurationMs: 30_000, stalledIntervalMs: 30_000 },
+  inbound: { lockDurationMs: 30_000, stalledIntervalMs: 30_000 },
+  outbound: { lockDurationMs: 30_000, stalledIntervalMs: 30_000 },
+} as const satisfies Record<keyof typeof jobCatalog, QueueDefinition>;
 
 export type JobCatalog = typeof jobCatalog;
 export type QueueName = keyof JobCatalog;

@@ -2,7 +2,8 @@ import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Tx } from "@nahida/db";
 import type { LaneMode } from "@nahida/contracts";
-import { createConsumer, every, type Periodic, type TypedQueue } from "@nahida/queue";
+import { createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
+import { startLaneSweeper } from "./lane.sweeper";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
 
 export interface LaneRunContext {
@@ -19,6 +20,11 @@ export interface LaneRunContext {
    * it gets an empty commit.
    */
   commit<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Marks one item of the batch as failed for good with `reason` (an item the handler cannot
+   * handle: an unknown kind, a missing row). Recorded by the commit, with the rest done.
+   */
+  reject(itemId: string, reason: string): void;
 }
 
 /** The reason a run's signal carries when a user or operator stopped it (`/stop`). */
@@ -166,7 +172,13 @@ export class LaneRuntime {
         onError: (error) => this.options.logger.error({ err: error.message }, "lane worker error"),
       },
     );
-    this.sweep = this.startSweep();
+    this.sweep = startLaneSweeper({
+      store: this.store,
+      wakeQueue: this.options.wakeQueue,
+      intervalMs: this.o.sweepIntervalMs,
+      graceMs: this.o.sweepGraceMs,
+      logger: this.options.logger,
+    });
   }
 
   /**
@@ -195,25 +207,6 @@ export class LaneRuntime {
     if (!controller) return false;
     controller.abort(new RunStoppedError(laneKey));
     return true;
-  }
-
-  private startSweep(): Periodic {
-    return every(
-      this.o.sweepIntervalMs,
-      async () => {
-        const stranded = await this.store.strandedLanes(this.o.sweepGraceMs, 500);
-        for (const laneKey of stranded) {
-          // A separate dedup id: the lane's own id may still be held by a dead worker's job.
-          await this.options.wakeQueue.add(
-            "lane.wake",
-            { laneKey },
-            { deduplication: { id: `sweep:${laneKey}`, ttl: this.o.sweepIntervalMs } },
-          );
-        }
-        if (stranded.length > 0) this.options.logger.info({ lanes: stranded.length }, "re-woke stranded lanes");
-      },
-      (error) => this.options.logger.warn({ err: (error as Error).message }, "lane sweep failed"),
-    );
   }
 
   /** Takes the lane if free and runs its open items batch by batch until none are left. */
@@ -296,6 +289,7 @@ export class LaneRuntime {
     const runSignal = AbortSignal.any([signal, stop.signal]);
     const items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
     let committed = false;
+    const rejected = new Map<string, string>();
     const context: LaneRunContext = {
       runId,
       laneKey: lease.laneKey,
@@ -305,11 +299,17 @@ export class LaneRuntime {
         if (committed) throw new Error(`run ${runId} committed twice`);
         const value = await this.store.fenced(lease, async (tx) => {
           const v = await fn(tx);
-          await this.store.completeRun(tx, runId);
+          await this.store.completeRun(tx, runId, rejected);
           return v;
         });
         committed = true;
         return value;
+      },
+      reject: (itemId, reason) => {
+        if (committed) throw new Error(`run ${runId} already committed`);
+        if (!items.some((i) => i.id === itemId)) throw new Error(`item ${itemId} is not in run ${runId}`);
+        rejected.set(itemId, reason);
+        this.options.logger.error({ laneKey: lease.laneKey, runId, itemId, reason }, "lane item rejected");
       },
     };
     try {

@@ -177,8 +177,16 @@ export class LaneStore {
     return runId;
   }
 
-  /** Marks the run and its items done; call inside `fenced` together with the run's results. */
-  async completeRun(tx: Tx, runId: string): Promise<void> {
+  /**
+   * Marks the run and its items done (the `rejected` ones failed, with their reason); call
+   * inside `fenced` together with the run's results.
+   */
+  async completeRun(tx: Tx, runId: string, rejected: ReadonlyMap<string, string> = new Map()): Promise<void> {
+    for (const [itemId, reason] of rejected) {
+      await tx.$executeRaw`
+        UPDATE lane_items SET status = 'failed', error = ${reason}, done_at = now()
+         WHERE id = ${itemId}::uuid AND run_id = ${runId}::uuid AND status = 'running'`;
+    }
     await tx.$executeRaw`
       UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running'`;
     await tx.$executeRaw`

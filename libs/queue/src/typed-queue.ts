@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import { jobCatalog, type JobName, type JobPayload, type QueueName } from "@nahida/contracts";
+import { jobCatalog, queueCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName } from "@nahida/contracts";
 
 export interface QueueOptions {
   /** Redis connection for producers (non-blocking commands). */
@@ -27,7 +27,7 @@ export class PermanentJobError extends UnrecoverableError {
 }
 
 function definition<Q extends QueueName>(queue: Q, name: string) {
-  const byName = jobCatalog[queue] as Record<string, { schema: import("zod").ZodType; attempts: number; backoffMs: number }>;
+  const byName = jobCatalog[queue] as Record<string, JobDefinition>;
   const def = byName[name];
   if (!def) throw new Error(`job ${queue}/${name} is not in the job catalog`);
   return def;
@@ -51,8 +51,8 @@ export class TypedQueue<Q extends QueueName> {
     return this.queue.add(jobName, parsed.data, {
       attempts: def.attempts,
       backoff: { type: "exponential", delay: def.backoffMs },
-      removeOnComplete: { age: 3600, count: 10_000 },
-      removeOnFail: { age: 7 * 24 * 3600 },
+      removeOnComplete: { age: def.keepCompletedSeconds, count: def.keepCompletedCount },
+      removeOnFail: { age: def.keepFailedSeconds },
       ...options,
     });
   }
@@ -97,9 +97,9 @@ export interface ConsumerOptions {
   connection: Redis;
   prefix: string;
   concurrency: number;
-  /** How long a job lock lives without renewal; a dead worker's job is retried after it. */
+  /** How long a job lock lives without renewal; a dead worker's job is retried after it. Default: the queue catalog's. */
   lockDurationMs?: number;
-  /** How often stalled jobs are looked for. */
+  /** How often stalled jobs are looked for. Default: the queue catalog's. */
   stalledIntervalMs?: number;
   onFailed?: (job: Job | undefined, error: Error) => void;
   onError?: (error: Error) => void;
@@ -123,8 +123,8 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs ?? 30_000,
-      stalledInterval: options.stalledIntervalMs ?? 30_000,
+      lockDuration: options.lockDurationMs ?? queueCatalog[queue].lockDurationMs,
+      stalledInterval: options.stalledIntervalMs ?? queueCatalog[queue].stalledIntervalMs,
       maxStalledCount: 3,
       autorun: true,
     },
@@ -132,4 +132,15 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
   if (options.onFailed) worker.on("failed", options.onFailed);
   worker.on("error", options.onError ?? (() => undefined));
   return worker;
+}
+
+export type Queues = { [Q in QueueName]: TypedQueue<Q> };
+
+/** A producer for every queue of the job catalog, sharing one connection. */
+export function createQueues(connection: Redis, prefix: string): Queues {
+  return {
+    lanes: new TypedQueue("lanes", { connection, prefix }),
+    inbound: new TypedQueue("inbound", { connection, prefix }),
+    outbound: new TypedQueue("outbound", { connection, prefix }),
+  };
 }

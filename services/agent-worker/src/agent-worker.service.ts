@@ -1,12 +1,14 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { InboundMessageRepository, SessionRepository, type Database } from "@nahida/db";
+import type { Clock } from "@nahida/contracts";
+import type { Database, Repositories } from "@nahida/db";
 import { LaneProducer, LaneRuntime } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
-import { createConsumer, every, type TypedQueue } from "@nahida/queue";
+import type { Outbox } from "@nahida/outbox";
+import { createConsumer, type TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
-import { ToolRegistry } from "./agent/tool-registry";
+import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
 import { currentTimeTool } from "./agent/tools/current-time.tool";
 import { workspaceReadTool } from "./agent/tools/workspace-read.tool";
 import { builtinCommands } from "./commands/builtin.commands";
@@ -14,11 +16,16 @@ import type { CommandContext } from "./commands/command-context";
 import { CommandRouter } from "./commands/command-router";
 import { createContextBuilder } from "./context/context-builder";
 import { createEnvelopeRenderer } from "./context/envelope";
+import { startInboundSweeper } from "./inbound/inbound.sweeper";
 import { createMessageReceivedHandler } from "./inbound/message-received.consumer";
 import { createSessionRunHandler } from "./run/session-run.handler";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns">;
+  /** Replies and tools' sends go through it. */
+  outbox: Outbox;
+  clock: Clock;
   /** Non-blocking Redis for producers, flags and publishing. */
   redis: Redis;
   /** Creates blocking / subscriber connections this service owns. */
@@ -35,7 +42,8 @@ export interface AgentWorkerOptions {
   commandTimeoutMs: number;
   concurrency: number;
   leaseMs: number;
-  deliveryTtlMs: number;
+  /** Tools beyond the built-in ones (a deployment's own). */
+  tools?: ToolDefinition[];
   /** How often stored but unrouted inbound messages are looked for. Default 10 s. */
   inboundSweepIntervalMs?: number;
   /** An inbound message unrouted for this long counts as lost by the queue. Default 30 s. */
@@ -54,8 +62,7 @@ const MAX_ATTEMPTS = 3;
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const inbound = new InboundMessageRepository(o.db.prisma);
-  const sessions = new SessionRepository(o.db.prisma);
+  const { inbound, sessions, turns } = o.repositories;
   const laneProducer = new LaneProducer(o.db, o.queues.lanes);
   const abortChannel = `${o.prefix}:lanes:abort`;
   const owned: Redis[] = [];
@@ -67,6 +74,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
 
   const tools = new ToolRegistry().register(currentTimeTool({ defaultTimeZone: o.timeZone }));
   if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
+  tools.register(...(o.tools ?? []));
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
 
   const lanes = new LaneRuntime({
@@ -81,10 +89,12 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     shutdownGraceMs: o.shutdownGraceMs,
     logger,
     handler: createSessionRunHandler({
-      prisma: o.db.prisma,
       redis: o.redis,
       prefix: o.prefix,
       inbound,
+      sessions,
+      turns,
+      outbox: o.outbox,
       outbound: o.queues.outbound,
       commands,
       contextBuilder: createContextBuilder({
@@ -95,8 +105,8 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       runAgent: o.llm ? createAgentLoop({ llm: o.llm, tools, maxIterations: o.maxIterations }) : null,
       model: o.llm?.model ?? null,
       historyTurns: o.historyTurns,
-      deliveryTtlMs: o.deliveryTtlMs,
       maxAttempts: MAX_ATTEMPTS,
+      clock: o.clock,
       logger,
     }),
   });
@@ -107,7 +117,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     if (lanes.abortRun(laneKey)) logger.info({ laneKey }, "run stopped by /stop");
   });
 
-  const messageReceived = createMessageReceivedHandler({ inbound, sessions, lanes: laneProducer, redis: o.redis, abortChannel, commandPrefix: commands.prefix });
+  const messageReceived = createMessageReceivedHandler({ inbound, sessions, lanes: laneProducer, redis: o.redis, abortChannel, commandPrefix: commands.prefix, clock: o.clock });
   const inboundWorker: Worker = createConsumer(
     "inbound",
     { "message.received": messageReceived },
@@ -121,19 +131,13 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   );
   lanes.start();
 
-  // Inbound sweep: a stored message whose job was lost (Redis restart, retries exhausted
-  // during an outage) is routed here instead, so nothing acknowledged to a platform is lost.
-  const inboundSweep = every(
-    o.inboundSweepIntervalMs ?? 10_000,
-    async () => {
-      for (const inboundMessageId of await inbound.unrouted(o.inboundSweepGraceMs ?? 30_000, 200)) {
-        await messageReceived({ inboundMessageId }).catch((error) =>
-          logger.warn({ inboundMessageId, err: (error as Error).message }, "inbound sweep could not route a message"),
-        );
-      }
-    },
-    (error) => logger.warn({ err: (error as Error).message }, "inbound sweep failed"),
-  );
+  const inboundSweep = startInboundSweeper({
+    inbound,
+    route: messageReceived,
+    logger,
+    ...(o.inboundSweepIntervalMs !== undefined ? { intervalMs: o.inboundSweepIntervalMs } : {}),
+    ...(o.inboundSweepGraceMs !== undefined ? { graceMs: o.inboundSweepGraceMs } : {}),
+  });
 
   return {
     lanes,

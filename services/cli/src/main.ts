@@ -1,5 +1,7 @@
 import { extname } from "node:path";
 import { parseArgs } from "node:util";
+import type { z } from "zod";
+import { DeliveryStatus, type AttachmentType, type DeliveryView, type SendRequest, type SendResponse } from "@nahida/contracts";
 import { ApiError, createApiClient, type ApiRequest } from "./api.client";
 
 const USAGE = `Usage: nahida <command> [options]
@@ -23,7 +25,7 @@ const AUDIO = new Set([".mp3", ".ogg", ".oga", ".m4a", ".flac", ".wav"]);
 const VIDEO = new Set([".mp4", ".mov", ".webm", ".mkv"]);
 
 /** Attachment type from the file extension; anything unknown goes as a document. */
-export function attachmentType(path: string): "photo" | "audio" | "video" | "document" {
+export function attachmentType(path: string): AttachmentType {
   const ext = extname(path).toLowerCase();
   if (PHOTO.has(ext)) return "photo";
   if (AUDIO.has(ext)) return "audio";
@@ -50,7 +52,7 @@ async function send(api: ApiRequest, args: string[]): Promise<void> {
   });
   if (!values.target) throw new UsageError("send needs --target");
   const text = positionals.join(" ");
-  const body = {
+  const body: z.input<typeof SendRequest> = {
     target: values.target,
     text,
     ...(values["reply-to"] ? { reply_to: values["reply-to"] } : {}),
@@ -58,12 +60,13 @@ async function send(api: ApiRequest, args: string[]): Promise<void> {
     ...(values.session ? { session_id: values.session } : {}),
   };
   const headers: Record<string, string> = values["idempotency-key"] ? { "idempotency-key": values["idempotency-key"] } : {};
-  const queued = await api<{ delivery_id: string; status: string }>("POST", "/api/send", body, headers);
+  const queued = await api<z.infer<typeof SendResponse>>("POST", "/api/send", body, headers);
   if (!values.wait) return print(queued);
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const delivery = await api<{ status: string }>("GET", `/api/deliveries/${queued.delivery_id}`);
-    if (!["queued", "sending"].includes(delivery.status) || Date.now() > deadline) {
+    const delivery = await api<DeliveryView>("GET", `/api/deliveries/${queued.delivery_id}`);
+    const pending: DeliveryStatus[] = [DeliveryStatus.enum.queued, DeliveryStatus.enum.sending];
+    if (!pending.includes(delivery.status) || Date.now() > deadline) {
       print(delivery);
       if (delivery.status !== "sent") process.exitCode = 1;
       return;

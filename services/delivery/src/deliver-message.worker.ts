@@ -1,6 +1,6 @@
 import { DelayedError, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { OutboundMessage, parseChatAddress } from "@nahida/contracts";
+import { OutboundMessage, parseChatAddress, type Clock } from "@nahida/contracts";
 import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
@@ -11,6 +11,7 @@ export interface DeliverMessageOptions {
   registry: ChannelRegistry;
   redis: Redis;
   prefix: string;
+  clock: Clock;
   logger: Logger;
 }
 
@@ -35,6 +36,7 @@ const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:block
  */
 /** Puts the job back for `ms` without using an attempt (BullMQ's DelayedError protocol). */
 async function delayJob(job: Job, token: string, ms: number): Promise<never> {
+  // BullMQ compares this with its own wall clock, so it is not the injected Clock.
   await job.moveToDelayed(Date.now() + ms, token);
   throw new DelayedError();
 }
@@ -50,7 +52,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     const row = await o.deliveries.get(deliveryId);
     if (!row) throw new PermanentJobError(`delivery ${deliveryId} does not exist`);
     if (row.status === "sent" || row.status === "failed" || row.status === "expired") return "already_done";
-    if (row.expiresAt && row.expiresAt.getTime() < Date.now() && (await o.deliveries.expireIfDue(deliveryId))) return "expired";
+    if (row.expiresAt && row.expiresAt.getTime() < o.clock.now().getTime() && (await o.deliveries.expireIfDue(deliveryId))) return "expired";
 
     const blockedForMs = await o.redis.pttl(blockedKey(o.prefix, row.target));
     if (blockedForMs > 0 && token) await delayJob(job, token, blockedForMs);

@@ -2,10 +2,11 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { DeliveryRepository, type PrismaClient } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
-import { createConsumer, every, type TypedQueue } from "@nahida/queue";
-import { parseChatAddress } from "@nahida/contracts";
+import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { parseChatAddress, type Clock } from "@nahida/contracts";
 import type { ChannelRegistry } from "@nahida/channels";
 import { createDeliverMessageHandler } from "./deliver-message.worker";
+import { startDeliverySweeper } from "./delivery.sweeper";
 
 export interface DeliveryServiceOptions {
   prisma: PrismaClient;
@@ -15,6 +16,7 @@ export interface DeliveryServiceOptions {
   outboundQueue: TypedQueue<"outbound">;
   registry: ChannelRegistry;
   concurrency: number;
+  clock: Clock;
   /** How often queued deliveries without a job are looked for. */
   sweepIntervalMs?: number;
   /** A delivery waiting longer than this is re-enqueued (its job id keeps it single). */
@@ -32,7 +34,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
   const worker: Worker = createConsumer(
     "outbound",
     {
-      "delivery.send": createDeliverMessageHandler({ deliveries, registry: o.registry, redis: o.redis, prefix: o.prefix, logger: o.logger }),
+      "delivery.send": createDeliverMessageHandler({ deliveries, registry: o.registry, redis: o.redis, prefix: o.prefix, clock: o.clock, logger: o.logger }),
       // Best effort: a lost or failed indicator is not worth a retry or a log line above debug.
       "chat.action": async ({ target, action }) => {
         const address = parseChatAddress(target);
@@ -50,18 +52,13 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
     },
   );
 
-  // Outbox sweep: a producer that crashed between its commit and its enqueue leaves a
-  // queued row with no job; a job that used up its retries during an outage leaves a failed
-  // job behind a row that is still queued. Both are put back on the queue.
-  const sweep = every(
-    o.sweepIntervalMs ?? 10_000,
-    async () => {
-      for (const deliveryId of await deliveries.stale(o.staleAfterMs ?? 30_000, 500)) {
-        await o.outboundQueue.addOrRevive("delivery.send", { deliveryId }, deliveryId);
-      }
-    },
-    (error) => o.logger.warn({ err: (error as Error).message }, "delivery sweep failed"),
-  );
+  const sweep = startDeliverySweeper({
+    deliveries,
+    queue: o.outboundQueue,
+    logger: o.logger,
+    ...(o.sweepIntervalMs !== undefined ? { intervalMs: o.sweepIntervalMs } : {}),
+    ...(o.staleAfterMs !== undefined ? { staleAfterMs: o.staleAfterMs } : {}),
+  });
 
   return {
     async stop() {

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import { createOpenAiLlm, startAgentWorker } from "@nahida/agent-worker";
+import { createOpenAiLlm, startAgentWorker, type ToolDefinition } from "@nahida/agent-worker";
 import { systemClock } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
@@ -10,7 +10,7 @@ import { startDelivery } from "@nahida/delivery";
 import { startGateway } from "@nahida/gateway";
 import { TelegramSender, TelegramStartError, startTelegramIngress } from "@nahida/channel-telegram";
 import type { Logger } from "@nahida/observability";
-import { TypedQueue, createRedis } from "@nahida/queue";
+import { createQueues, createRedis } from "@nahida/queue";
 import type { LauncherEnv, ServiceName } from "./launcher.env";
 import { PreflightError, checkRedis, preparePostgres } from "./preflight";
 
@@ -29,7 +29,13 @@ export interface RunningNahida {
 }
 
 /** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
-export async function startNahida(env: LauncherEnv, logger: Logger): Promise<RunningNahida> {
+/** What a deployment adds to the built-in services in code rather than configuration. */
+export interface NahidaExtensions {
+  /** Agent tools beyond the built-in ones. */
+  tools?: ToolDefinition[];
+}
+
+export async function startNahida(env: LauncherEnv, logger: Logger, extensions: NahidaExtensions = {}): Promise<RunningNahida> {
   await Promise.all([preparePostgres(env.DATABASE_URL, (message) => logger.info(message)), checkRedis(env.REDIS_URL)]);
 
   const instance = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
@@ -43,11 +49,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
   };
   const redis = createConnection("shared", false);
   const prefix = env.NAHIDA_QUEUE_PREFIX;
-  const queues = {
-    inbound: new TypedQueue("inbound", { connection: redis, prefix }),
-    lanes: new TypedQueue("lanes", { connection: redis, prefix }),
-    outbound: new TypedQueue("outbound", { connection: redis, prefix }),
-  };
+  const queues = createQueues(redis, prefix);
 
   const registry = new ChannelRegistry();
   if (env.TELEGRAM_BOT_TOKEN) {
@@ -128,6 +130,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
       const llmConfigured = env.OPENAI_BASE_URL !== undefined || env.OPENAI_API_KEY !== undefined;
       const worker = await startAgentWorker({
         db,
+        repositories,
+        outbox,
+        clock,
         redis,
         createConnection: (purpose) => createConnection(purpose),
         prefix,
@@ -147,7 +152,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
         commandTimeoutMs: env.AGENT_COMMAND_TIMEOUT_MS,
         concurrency: env.AGENT_CONCURRENCY,
         leaseMs: env.LANE_LEASE_MS,
-        deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
+        ...(extensions.tools ? { tools: extensions.tools } : {}),
         // Half the shutdown budget for running runs; the rest for handing back and closing.
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
@@ -164,6 +169,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger): Promise<Run
         outboundQueue: queues.outbound,
         registry,
         concurrency: env.DELIVERY_CONCURRENCY,
+        clock,
         logger: logger.child({ component: "delivery" }),
       });
       logger.info({ channels: registry.channels() }, "delivery started");

@@ -75,13 +75,17 @@ export class SessionRepository {
   }
 
   /** Starts a fresh session for the chat (`/new`); the old one stays in history. */
-  async rotate(address: string, channel: string, tx: Tx): Promise<Session> {
+  async rotate(address: string, channel: string, tx: Tx, id?: string): Promise<Session> {
     await this.ensureChat(address, channel, undefined, tx);
     const session = await tx.session.create({
-      data: { laneKey: laneKeyForChat(address), chatAddress: address, channel },
+      data: { ...(id ? { id } : {}), laneKey: laneKeyForChat(address), chatAddress: address, channel },
     });
     await tx.chat.update({ where: { address }, data: { currentSessionId: session.id } });
     return session;
+  }
+
+  async touch(id: string, at: Date, tx: Tx): Promise<void> {
+    await tx.session.updateMany({ where: { id }, data: { lastActivityAt: at } });
   }
 
   async get(id: string, tx?: Tx): Promise<Session | null> {

@@ -1,5 +1,21 @@
 import { z } from "zod";
+import type { OutboundMessage, Result } from "@nahida/contracts";
+import type { OutboxError } from "@nahida/outbox";
 import type { ToolSpec } from "./llm.client";
+
+/**
+ * What a tool may do to the world. Nothing happens when the tool calls: the request is
+ * checked at once (so the model hears about a bad target now) and written in the run's
+ * fenced commit, so a retried or taken-over run never does it twice and a run that does
+ * not commit does nothing.
+ */
+export interface ToolOutbox {
+  /** A message to any registered chat; the delivery id is valid once the run commits. */
+  send(request: { target: string; message: OutboundMessage }): Promise<Result<{ deliveryId: string }, OutboxError>>;
+  /** An event in a session's history (role `event`), written under that session's lane lock. */
+  recordEvent(sessionId: string, event: { content: string; metadata?: Record<string, unknown> }): Promise<Result<void, OutboxError>>;
+}
+
 
 /** What a tool may know about the run that calls it. */
 export interface ToolContext {
@@ -7,6 +23,8 @@ export interface ToolContext {
   chatAddress: string | null;
   runId: string;
   signal: AbortSignal;
+  /** Every side effect of a tool goes through here, into the run's fenced commit. */
+  outbox: ToolOutbox;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {

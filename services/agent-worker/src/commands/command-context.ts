@@ -1,5 +1,4 @@
 import type { ChatType, TriggerMode } from "@nahida/contracts";
-import type { Tx } from "@nahida/db";
 
 /** What a built-in command sees of the chat and run it was sent in. */
 export interface CommandContext {
@@ -15,8 +14,6 @@ export interface CommandContext {
   turnCount(): Promise<number>;
   /** Starts a fresh session for the chat and returns its id. */
   rotateSession(): string;
-  /** Registers a write for the run's fenced commit (nothing is written if the run is lost). */
-  defer(write: (tx: Tx) => Promise<void>): void;
   clearHistory(): void;
   setTriggerMode(mode: TriggerMode): void;
   /** True when a reply in progress was stopped by this `/stop` (and clears the mark). */

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { encodeLaneItem, parseChatAddress } from "@nahida/contracts";
+import { encodeLaneItem, parseChatAddress, type Clock } from "@nahida/contracts";
 import { laneKeyForChat, type InboundMessageRepository, type InboundRecord, type SessionRepository } from "@nahida/db";
 import type { LaneProducer } from "@nahida/lanes";
 import { PermanentJobError } from "@nahida/queue";
@@ -13,6 +13,7 @@ export interface MessageReceivedOptions {
   /** Pub/sub channel on which `/stop` reaches whichever worker runs the lane. */
   abortChannel: string;
   commandPrefix: string;
+  clock: Clock;
 }
 
 /** A /stop older than this no longer interrupts the run in progress. */
@@ -56,7 +57,7 @@ export function createMessageReceivedHandler(o: MessageReceivedOptions) {
     const { created } = await o.lanes.append(laneKey, item.kind, item.refId);
     // Only a fresh /stop interrupts: a retried one, or one the sweeper found late, would
     // stop a run that is answering something newer.
-    const fresh = Date.now() - record.receivedAt.getTime() < STOP_FRESH_MS;
+    const fresh = o.clock.now().getTime() - record.receivedAt.getTime() < STOP_FRESH_MS;
     if (created && fresh && command?.name === "stop") await o.redis.publish(o.abortChannel, laneKey);
     return "queued";
   }

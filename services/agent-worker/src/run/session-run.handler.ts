@@ -1,34 +1,29 @@
-import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { parseChatAddress, type OutboundMessage } from "@nahida/contracts";
-import {
-  DeliveryRepository,
-  SessionRepository,
-  TurnRepository,
-  type InboundMessageRepository,
-  type InboundRecord,
-  type NewTurn,
-  type PrismaClient,
-  type Tx,
-} from "@nahida/db";
+import { decodeLaneItem, parseChatAddress, type Clock, type OutboundMessage } from "@nahida/contracts";
+import type { InboundMessageRepository, InboundRecord, NewTurn, SessionRepository, TurnRepository } from "@nahida/db";
 import { RunStoppedError, type LaneHandler, type LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
+import type { Outbox } from "@nahida/outbox";
 import type { TypedQueue } from "@nahida/queue";
 import type { RunAgent } from "../agent/agent-loop";
 import { applyReplySignals } from "../agent/reply-signals";
 import type { CommandContext } from "../commands/command-context";
 import { parseCommand, type CommandRouter } from "../commands/command-router";
 import type { ContextBuilder, UserTurnMetadata } from "../context/context-builder";
+import { RunWrites } from "./run-writes";
 
 export const NO_LLM_HINT =
   "I can run commands (/help), but no language model is configured yet. Set OPENAI_BASE_URL (and OPENAI_API_KEY) to let me answer.";
 export const LLM_FAILED_REPLY = "Sorry, I could not reach the language model. Please try again later.";
 
 export interface SessionRunHandlerOptions {
-  prisma: PrismaClient;
   redis: Redis;
   prefix: string;
   inbound: InboundMessageRepository;
+  sessions: SessionRepository;
+  turns: TurnRepository;
+  outbox: Outbox;
+  /** For the best-effort "typing…" indicator, which has no row. */
   outbound: TypedQueue<"outbound">;
   commands: CommandRouter<CommandContext>;
   contextBuilder: ContextBuilder;
@@ -36,10 +31,9 @@ export interface SessionRunHandlerOptions {
   runAgent: RunAgent | null;
   model: string | null;
   historyTurns: number;
-  /** A delivery still queued after this long expires instead of arriving late. */
-  deliveryTtlMs: number;
   /** The lane's attempt limit; on the last attempt an LLM failure is answered with an apology. */
   maxAttempts: number;
+  clock: Clock;
   logger: Logger;
 }
 
@@ -47,27 +41,6 @@ const TYPING_RENEW_MS = 4_000;
 
 /** Key marking that a lane's run was stopped, read by the `/stop` that caused it. */
 export const stoppedKey = (prefix: string, laneKey: string) => `${prefix}:lanes:stopped:${laneKey}`;
-
-interface PendingSession {
-  id: string;
-  turns: NewTurn[];
-}
-
-/** Everything one run will write, applied in its fenced commit. */
-class RunWrites {
-  readonly sessions = new Map<string, PendingSession>();
-  readonly deferred: ((tx: Tx) => Promise<void>)[] = [];
-  readonly deliveries: { message: OutboundMessage; sessionId: string; inboundMessageId: string; source: string }[] = [];
-
-  turns(sessionId: string): NewTurn[] {
-    let pending = this.sessions.get(sessionId);
-    if (!pending) {
-      pending = { id: sessionId, turns: [] };
-      this.sessions.set(sessionId, pending);
-    }
-    return pending.turns;
-  }
-}
 
 type Segment = { kind: "command"; record: InboundRecord; name: string; args: string } | { kind: "messages"; records: InboundRecord[] };
 
@@ -90,47 +63,89 @@ function segment(records: InboundRecord[], prefix: string): Segment[] {
 }
 
 /**
- * The lane handler of the agent worker: for a batch of inbound messages of one chat, run
- * commands and the agent in order, then commit turns and deliveries in one fenced
- * transaction and enqueue the deliveries. A retried run recomputes everything; only the
- * run that commits leaves turns and replies behind.
+ * The lane handler of the agent worker. The lane names the session (through
+ * `sessions.lane_key`; a chat lane's session is the chat's current one), each lane item is
+ * handled by its kind, and everything the run does — turns, replies, tools' sends and
+ * events, `/new`, `/reset` — goes into one {@link RunWrites} committed in the lane's fenced
+ * transaction; deliveries are enqueued after it. A retried run recomputes everything; only
+ * the run that commits leaves anything behind.
  */
 export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandler {
-  const sessions = new SessionRepository(o.prisma);
-  const turns = new TurnRepository(o.prisma);
-  const deliveries = new DeliveryRepository(o.prisma);
+  const { sessions, turns } = o;
+
+  /** Reads the batch's rows; items that cannot be handled are rejected with their reason. */
+  async function itemsOf(run: LaneRunContext): Promise<InboundRecord[]> {
+    const inboundItems: { itemId: string; inboundMessageId: string }[] = [];
+    for (const row of run.items) {
+      const item = decodeLaneItem(row);
+      if (!item.ok) {
+        run.reject(row.id, item.error);
+        continue;
+      }
+      switch (item.value.kind) {
+        case "inbound":
+          inboundItems.push({ itemId: row.id, inboundMessageId: item.value.inboundMessageId });
+          break;
+        case "agent_event":
+        case "scheduled_turn":
+        case "subagent_result":
+          // Their producers come with the cross-session, scheduler and sub-agent work; until
+          // then such an item fails where it can be seen instead of vanishing.
+          run.reject(row.id, `this worker does not handle ${item.value.kind} lane items yet`);
+          break;
+        default: {
+          const unreachable: never = item.value;
+          run.reject(row.id, `unhandled lane item ${JSON.stringify(unreachable)}`);
+        }
+      }
+    }
+    const records = await o.inbound.getMany(inboundItems.map((i) => i.inboundMessageId));
+    const found = new Set(records.map((r) => r.id));
+    for (const i of inboundItems) if (!found.has(i.inboundMessageId)) run.reject(i.itemId, `inbound message ${i.inboundMessageId} does not exist`);
+    return records;
+  }
 
   return async function handleRun(run: LaneRunContext): Promise<void> {
-    const records = await o.inbound.getMany(run.items.filter((i) => i.kind === "inbound").map((i) => i.refId));
-    if (records.length === 0) return;
-    const chatAddress = records[0]!.chatAddress;
+    const fetched = await itemsOf(run);
+    if (fetched.length === 0) return;
+    const lane = await sessions.resolveLane(run.laneKey);
+    if (!lane) {
+      for (const item of run.items) run.reject(item.id, `lane ${run.laneKey} has no session`);
+      return;
+    }
+    const { chat, session } = lane;
+    const chatAddress = chat.address;
     const address = parseChatAddress(chatAddress);
-    if (!address.ok) throw new Error(`stored inbound has a bad chat address: ${address.error.message}`);
-    const channel = records[0]!.channel;
+    if (!address.ok) throw new Error(`chat ${chatAddress} has a bad address: ${address.error.message}`);
     const chatType = address.value.type;
-
-    const { chat, session } = await sessions.resolve(chatAddress, channel);
-    const writes = new RunWrites();
-    const state = { sessionId: session.id, triggerMode: chat.triggerMode, cleared: new Set<string>() };
     const isGroup = chatType !== "private";
+    const itemOf = new Map(run.items.map((i) => [i.refId, i.id]));
+    const records = fetched.filter((record) => {
+      if (record.chatAddress === chatAddress) return true;
+      run.reject(itemOf.get(record.id)!, `inbound message of chat ${record.chatAddress} is in the lane of ${chatAddress}`);
+      return false;
+    });
 
-    /** Queues a reply; `replyTo` is explicit so that "no quote" stays possible. */
-    const reply = (record: InboundRecord, message: Partial<OutboundMessage>, source: string, replyTo: string | undefined) => {
-      writes.deliveries.push({
+    const writes = new RunWrites({ runId: run.runId, outbox: o.outbox, sessions, turns, clock: o.clock });
+    const state = { sessionId: session.id, triggerMode: chat.triggerMode };
+
+    /** Queues a reply to the chat; `replyTo` is explicit so that "no quote" stays possible. */
+    const reply = (record: InboundRecord, message: Partial<OutboundMessage>, source: string, replyTo: string | undefined) =>
+      writes.deliver({
+        target: chatAddress,
         message: {
           text: message.text ?? "",
           attachments: message.attachments ?? [],
           extra: message.extra ?? {},
           ...(replyTo !== undefined ? { replyTo } : {}),
         },
+        source,
         sessionId: state.sessionId,
         inboundMessageId: record.id,
-        source,
       });
-    };
 
     /** Whether the database holds history for this session that this run has not wiped. */
-    const hasStoredHistory = (sessionId: string) => sessionId === session.id && !state.cleared.has(sessionId);
+    const hasStoredHistory = (sessionId: string) => sessionId === session.id && !writes.isCleared(sessionId);
     const history = async (sessionId: string) => (hasStoredHistory(sessionId) ? turns.recent(sessionId, o.historyTurns) : []);
 
     for (const part of segment(records, o.commands.prefix)) {
@@ -138,32 +153,21 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         const context: CommandContext = {
           chatAddress,
           chatType,
-          channel,
+          channel: chat.channel,
           sessionId: state.sessionId,
           triggerMode: state.triggerMode,
           senderRoles: part.record.message.sender.roles,
           model: o.model,
           turnCount: async () =>
-            (hasStoredHistory(state.sessionId) ? await turns.count(state.sessionId) : 0) + writes.turns(state.sessionId).length,
+            (hasStoredHistory(state.sessionId) ? await turns.count(state.sessionId) : 0) + writes.pendingTurns(state.sessionId).length,
           rotateSession: () => {
-            const id = randomUUID();
-            writes.deferred.push(async (tx) => {
-              await tx.session.create({ data: { id, laneKey: run.laneKey, chatAddress, channel } });
-              await tx.chat.update({ where: { address: chatAddress }, data: { currentSessionId: id } });
-            });
-            state.sessionId = id;
-            return id;
+            state.sessionId = writes.rotateSession({ address: chatAddress, channel: chat.channel });
+            return state.sessionId;
           },
-          defer: (write) => writes.deferred.push(write),
-          clearHistory: () => {
-            const id = state.sessionId;
-            state.cleared.add(id);
-            writes.turns(id).length = 0;
-            writes.deferred.push(async (tx) => void (await turns.clear(id, tx)));
-          },
+          clearHistory: () => writes.clearHistory(state.sessionId),
           setTriggerMode: (mode) => {
             state.triggerMode = mode;
-            writes.deferred.push((tx) => sessions.setTriggerMode(chatAddress, mode, tx));
+            writes.setTriggerMode(chatAddress, mode);
           },
           consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.laneKey))) !== null,
           commandList: () => o.commands.list(),
@@ -204,11 +208,9 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         } satisfies UserTurnMetadata,
         source: "user",
         inboundMessageId: record.id,
-        runId: run.runId,
       }));
-      const pending = writes.turns(sessionId);
-      const earlier = [...pending];
-      pending.push(...userTurns);
+      const earlier = [...writes.pendingTurns(sessionId)];
+      writes.appendTurns(sessionId, userTurns);
       const last = batch.at(-1)!;
       const replyTo = isGroup ? last.message.messageId : undefined;
 
@@ -216,12 +218,22 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         reply(last, { text: NO_LLM_HINT }, "agent", replyTo);
         return;
       }
-      const messages = await o.contextBuilder.build(await history(sessionId), [...earlier, ...userTurns].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })));
+      const messages = await o.contextBuilder.build(
+        await history(sessionId),
+        [...earlier, ...userTurns].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })),
+      );
       if (run.signal.reason instanceof RunStoppedError) return;
       let result;
       const stopTyping = showTyping();
       try {
-        result = await o.runAgent(messages, { sessionId, chatAddress, runId: run.runId, signal: run.signal, user: sessionId });
+        result = await o.runAgent(messages, {
+          sessionId,
+          chatAddress,
+          runId: run.runId,
+          signal: run.signal,
+          user: sessionId,
+          outbox: writes.toolOutbox(),
+        });
       } catch (error) {
         if (run.signal.reason instanceof RunStoppedError) {
           // `/stop`: keep what the user said, send nothing, and tell the /stop that follows.
@@ -238,49 +250,26 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       } finally {
         stopTyping();
       }
-      for (const turn of result.turns) {
-        pending.push(
+      writes.appendTurns(
+        sessionId,
+        result.turns.map((turn) =>
           turn.role === "assistant"
-            ? { role: "assistant", content: turn.content, metadata: { tool_calls: turn.toolCalls }, source: "agent", runId: run.runId }
-            : { role: "tool", content: turn.content, metadata: { tool_call_id: turn.toolCallId, name: turn.name }, source: "agent", runId: run.runId },
-        );
-      }
+            ? { role: "assistant", content: turn.content, metadata: { tool_calls: turn.toolCalls }, source: "agent" }
+            : { role: "tool", content: turn.content, metadata: { tool_call_id: turn.toolCallId, name: turn.name }, source: "agent" },
+        ),
+      );
       const finalText = result.finalText ?? `I stopped after ${result.iterations} steps without finishing. Please ask again or narrow the request.`;
       const decision = applyReplySignals(finalText);
       if (decision.action === "suppress") {
         o.logger.debug({ laneKey: run.laneKey, reason: decision.reason }, "reply suppressed");
         return;
       }
-      pending.push({ role: "assistant", content: decision.text, source: "agent", runId: run.runId });
+      writes.appendTurns(sessionId, [{ role: "assistant", content: decision.text, source: "agent" }]);
       reply(last, { text: decision.text }, "agent", replyTo);
     }
 
-    await enqueueDeliveries(await commit(run, writes));
-
-    async function commit(current: LaneRunContext, pending: RunWrites): Promise<string[]> {
-      return current.commit(async (tx) => {
-        for (const write of pending.deferred) await write(tx);
-        for (const [id, entry] of pending.sessions) {
-          if (entry.turns.length > 0) await turns.append(id, entry.turns, tx);
-          await tx.session.updateMany({ where: { id }, data: { lastActivityAt: new Date() } });
-        }
-        const ids: string[] = [];
-        const expiresAt = new Date(Date.now() + o.deliveryTtlMs);
-        for (const d of pending.deliveries) {
-          const row = await deliveries.create(
-            { target: chatAddress, message: d.message, source: d.source, sessionId: d.sessionId, inboundMessageId: d.inboundMessageId, runId: current.runId, expiresAt },
-            tx,
-          );
-          ids.push(row.id);
-        }
-        return ids;
-      });
-    }
-  };
-
-  async function enqueueDeliveries(ids: string[]): Promise<void> {
+    const deliveryIds = await run.commit((tx) => writes.commit(tx));
     // After the commit: a crash here leaves queued rows that the delivery sweeper re-enqueues.
-    for (const deliveryId of ids) await o.outbound.add("delivery.send", { deliveryId }, { jobId: deliveryId });
-  }
+    await o.outbox.dispatch(deliveryIds);
+  };
 }
-

@@ -1,0 +1,124 @@
+import { randomUUID } from "node:crypto";
+import { err, ok, type Clock, type TriggerMode } from "@nahida/contracts";
+import type { NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { Outbox, OutboxRequest } from "@nahida/outbox";
+import type { ToolOutbox } from "../agent/tool-registry";
+
+export interface RunWritesOptions {
+  runId: string;
+  outbox: Outbox;
+  sessions: SessionRepository;
+  turns: TurnRepository;
+  clock: Clock;
+}
+
+interface PendingEvent {
+  sessionId: string;
+  turn: NewTurn;
+}
+
+/**
+ * The unit of work of one run: everything the run will write, applied in order by
+ * {@link commit} inside the lane's fenced transaction. Until then nothing is in Postgres.
+ */
+export class RunWrites {
+  private readonly turnsBySession = new Map<string, NewTurn[]>();
+  private readonly deliveries: OutboxRequest[] = [];
+  private readonly events: PendingEvent[] = [];
+  private readonly newSessions: { id: string; address: string; channel: string }[] = [];
+  private readonly cleared = new Set<string>();
+  private readonly triggerModes = new Map<string, TriggerMode>();
+
+  constructor(private readonly o: RunWritesOptions) {}
+
+  /** Queues a delivery (not checked: a run's replies go to its own chat). Returns its id. */
+  deliver(request: Omit<OutboxRequest, "runId" | "deliveryId">): string {
+    const deliveryId = randomUUID();
+    this.deliveries.push({ ...request, runId: this.o.runId, deliveryId });
+    return deliveryId;
+  }
+
+  appendTurns(sessionId: string, turns: NewTurn[]): void {
+    this.pending(sessionId).push(...turns.map((t) => ({ ...t, runId: this.o.runId })));
+  }
+
+  /** Turns this run will append to the session, in order. */
+  pendingTurns(sessionId: string): readonly NewTurn[] {
+    return this.turnsBySession.get(sessionId) ?? [];
+  }
+
+  /** Starts a fresh session for the chat (`/new`) and returns its id. */
+  rotateSession(chat: { address: string; channel: string }): string {
+    const id = randomUUID();
+    this.newSessions.push({ id, ...chat });
+    return id;
+  }
+
+  /** Forgets the session's history: stored turns and what this run added so far. */
+  clearHistory(sessionId: string): void {
+    this.cleared.add(sessionId);
+    this.turnsBySession.get(sessionId)?.splice(0);
+  }
+
+  /** True when this run wiped the session's stored history. */
+  isCleared(sessionId: string): boolean {
+    return this.cleared.has(sessionId);
+  }
+
+  recordEvent(sessionId: string, turn: Omit<NewTurn, "role" | "runId">): void {
+    this.events.push({ sessionId, turn: { ...turn, role: "event", runId: this.o.runId } });
+  }
+
+  setTriggerMode(chatAddress: string, mode: TriggerMode): void {
+    this.triggerModes.set(chatAddress, mode);
+  }
+
+  /** The narrow handle a tool gets; its writes join this run's commit. */
+  toolOutbox(): ToolOutbox {
+    const source = `agent:${this.o.runId}`;
+    return {
+      send: async ({ target, message }) => {
+        const request = { target, message, source };
+        const checked = await this.o.outbox.check(request);
+        if (!checked.ok) return checked;
+        return ok({ deliveryId: this.deliver(request) });
+      },
+      recordEvent: async (sessionId, event) => {
+        if (!(await this.o.sessions.get(sessionId))) return err({ code: "not_found", message: `session ${sessionId} does not exist` });
+        this.recordEvent(sessionId, { content: event.content, source, metadata: event.metadata ?? {} });
+        return ok(undefined);
+      },
+    };
+  }
+
+  /** Writes everything in `tx` (the run's fenced transaction); returns the deliveries to dispatch after it commits. */
+  async commit(tx: Tx): Promise<string[]> {
+    for (const s of this.newSessions) await this.o.sessions.rotate(s.address, s.channel, tx, s.id);
+    for (const sessionId of this.cleared) await this.o.turns.clear(sessionId, tx);
+    for (const [address, mode] of this.triggerModes) await this.o.sessions.setTriggerMode(address, mode, tx);
+    const now = this.o.clock.now();
+    for (const [sessionId, turns] of this.turnsBySession) {
+      if (turns.length > 0) await this.o.turns.append(sessionId, turns, tx);
+      await this.o.sessions.touch(sessionId, now, tx);
+    }
+    for (const event of this.events) {
+      // Another session's history: take its lane lock, as every writer of turns does.
+      if (await this.o.sessions.lockLaneOf(event.sessionId, tx)) await this.o.turns.append(event.sessionId, [event.turn], tx);
+    }
+    const ids: string[] = [];
+    for (const request of this.deliveries) {
+      const written = await this.o.outbox.write(request, tx);
+      if (written.ok && written.value.created) ids.push(written.value.delivery.id);
+    }
+    return ids;
+  }
+
+  private pending(sessionId: string): NewTurn[] {
+    let turns = this.turnsBySession.get(sessionId);
+    if (!turns) {
+      turns = [];
+      this.turnsBySession.set(sessionId, turns);
+    }
+    return turns;
+  }
+}
