@@ -1,6 +1,6 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { DeliveryRepository, type PrismaClient } from "@nahida/db";
+import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { createConsumer, type TypedQueue } from "@nahida/queue";
 import { parseChatAddress, type Clock } from "@nahida/contracts";
@@ -9,7 +9,7 @@ import { createDeliverMessageHandler } from "./deliver-message.worker";
 import { startDeliverySweeper } from "./delivery.sweeper";
 
 export interface DeliveryServiceOptions {
-  prisma: PrismaClient;
+  deliveries: DeliveryRepository;
   redis: Redis;
   createConnection: (purpose: string) => Redis;
   prefix: string;
@@ -29,7 +29,7 @@ export interface RunningDelivery {
 }
 
 export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningDelivery> {
-  const deliveries = new DeliveryRepository(o.prisma);
+  const { deliveries } = o;
   const connection = o.createConnection("outbound-worker");
   const worker: Worker = createConsumer(
     "outbound",

@@ -162,7 +162,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     },
     delivery: async () => {
       const delivery = await startDelivery({
-        prisma: db.prisma,
+        deliveries: repositories.deliveries,
         redis,
         createConnection: (purpose) => createConnection(purpose),
         prefix,
