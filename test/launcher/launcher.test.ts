@@ -155,6 +155,20 @@ describe("launcher", () => {
     for (const name of ["REDIS_URL", "GATEWAY_PORT", "LOG_LEVEL"]) expect(result.stderr).toContain(name);
   });
 
+  it("reports bad channel instances and their prefixed variables, one line each", async () => {
+    const result = await runToExit({
+      NAHIDA_CHANNELS: "telegram,support:telegram,Bad,qq:milkyway",
+      TELEGRAM_BOT_TOKEN: "7000000001:main-token",
+      GATEWAY_PORT: "http",
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("  GATEWAY_PORT: ");
+    expect(result.stderr).toContain('  NAHIDA_CHANNELS: channel name "Bad" must match [a-z][a-z0-9_-]*\n');
+    expect(result.stderr).toContain('  NAHIDA_CHANNELS: unknown kind "milkyway" of channel qq; known: telegram\n');
+    expect(result.stderr).toContain("  SUPPORT_BOT_TOKEN: is required for channel support in NAHIDA_CHANNELS");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
   it("names DATABASE_URL when Postgres is unreachable and REDIS_URL when Redis is", async () => {
     const port = await freePort();
     const db = await runToExit({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/nahida` });

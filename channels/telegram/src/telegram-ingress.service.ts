@@ -3,7 +3,8 @@ import { hostname } from "node:os";
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
-import { formatChatAddress, parseChatAddress } from "@nahida/contracts";
+import { ChannelStartError } from "@nahida/channels";
+import { isChannelName } from "@nahida/contracts";
 import { InboundMessageRepository, type PrismaClient } from "@nahida/db";
 import { errorHandlerPlugin } from "@nahida/http";
 import { createIntake, type Intake } from "@nahida/ingress";
@@ -51,33 +52,22 @@ export interface RunningTelegramIngress {
   stop(): Promise<void>;
 }
 
-/** A Telegram API failure at start, worth one line naming the variable to fix. */
-export class TelegramStartError extends Error {
-  override name = "TelegramStartError";
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 async function whoAmI(api: Api): Promise<TelegramBotIdentity> {
   try {
     const me = await api.getMe();
     return { id: me.id, username: me.username };
   } catch (error) {
     if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
-      throw new TelegramStartError("TELEGRAM_BOT_TOKEN", `Telegram rejected the bot token (${error.error_code} ${error.description})`);
+      throw new ChannelStartError("BOT_TOKEN", `Telegram rejected the bot token (${error.error_code} ${error.description})`);
     }
-    throw new TelegramStartError("TELEGRAM_API_ROOT", `cannot reach the Telegram Bot API: ${(error as Error).message}`);
+    throw new ChannelStartError("API_ROOT", `cannot reach the Telegram Bot API: ${(error as Error).message}`);
   }
 }
 
 export async function startTelegramIngress(o: TelegramIngressOptions): Promise<RunningTelegramIngress> {
   const channel = o.channel ?? DEFAULT_TELEGRAM_CHANNEL;
   // Otherwise every update would be ignored for its unparseable chat address.
-  if (!parseChatAddress(formatChatAddress({ channel, type: "private", id: "0" })).ok) {
+  if (!isChannelName(channel)) {
     throw new RangeError(`Telegram channel name ${JSON.stringify(channel)} must match [a-z][a-z0-9_-]*`);
   }
   const api = new Api(o.token, { apiRoot: o.apiRoot });
@@ -111,7 +101,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
     return { bot, poller, stop: () => poller.stop() };
   }
 
-  if (!o.webhook) throw new TelegramStartError("TELEGRAM_WEBHOOK_SECRET", "webhook mode needs TELEGRAM_WEBHOOK_SECRET");
+  if (!o.webhook) throw new ChannelStartError("WEBHOOK_SECRET", "webhook mode needs a webhook secret");
   const webhook = o.webhook;
   const server = Fastify({
     loggerInstance: logger.child({ scope: "telegram-webhook" }) as unknown as FastifyBaseLogger,

@@ -3,9 +3,12 @@ import type { Attachment, ChatAddress, OutboundMessage } from "@nahida/contracts
 import { resolveWorkspacePath } from "@nahida/workspace";
 import { ChannelSendError, type ChannelSender, type SendProgress } from "@nahida/channels";
 import { renderTelegramChunks } from "./telegram-text";
+import { DEFAULT_TELEGRAM_CHANNEL } from "./telegram.normalizer";
 
 export interface TelegramSenderOptions {
   token: string;
+  /** The instance name: the ChatAddress channel this sender is registered for. Default `telegram`. */
+  channel?: string;
   apiRoot: string;
   /** Attachments given as paths are resolved inside this directory. */
   workspaceDir?: string;
@@ -58,10 +61,11 @@ const isEntityError = (error: unknown) =>
  * reply_to goes on the first part only; a forum topic (the address thread) on every part.
  */
 export class TelegramSender implements ChannelSender {
-  readonly channel = "telegram";
+  readonly channel: string;
   private readonly api: Api;
 
   constructor(private readonly o: TelegramSenderOptions) {
+    this.channel = o.channel ?? DEFAULT_TELEGRAM_CHANNEL;
     // grammY waits 500 s by default; a send that hangs that long would hold up every later
     // message to the chat (they go out in order).
     this.api = new Api(o.token, { apiRoot: o.apiRoot, timeoutSeconds: 60 });

@@ -1,1 +1,2 @@
+export * from "./channel-module";
 export * from "./channel-sender";

@@ -21,6 +21,11 @@ export const CHAT_ADDRESS_FORM = "<channel>:<type>:<id>[:<thread>] with type one
 
 const CHANNEL_PATTERN = /^[a-z][a-z0-9_-]*$/;
 
+/** Whether `name` can be the channel of a ChatAddress: `[a-z][a-z0-9_-]*`, such as `telegram` or `support`. */
+export function isChannelName(name: string): boolean {
+  return CHANNEL_PATTERN.test(name);
+}
+
 export interface ChatAddressError {
   code: "invalid_address";
   input: string;

@@ -2,11 +2,20 @@ import { z } from "zod";
 import { baseEnvSchema, positiveMs } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import { gatewayEnvSchema } from "@nahida/gateway";
-import { telegramEnvSchema } from "@nahida/channel-telegram";
+import { CHANNEL_MODULES } from "./channel-modules";
+import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 
-/** Every service this process can run; NAHIDA_SERVICES picks a subset. */
-export const SERVICE_NAMES = ["gateway", "ingress-telegram", "agent-worker", "delivery"] as const;
-export type ServiceName = (typeof SERVICE_NAMES)[number];
+export type ServiceName = "gateway" | "agent-worker" | "delivery" | IngressServiceName;
+
+export const isIngressService = (name: ServiceName): name is IngressServiceName => name.startsWith("ingress-");
+
+/** Every service this process can run, in start order; NAHIDA_SERVICES picks a subset. */
+export const SERVICE_NAMES: readonly ServiceName[] = [
+  "gateway",
+  ...CHANNEL_MODULES.map((m) => ingressServiceName(m.kind)),
+  "agent-worker",
+  "delivery",
+];
 
 const serviceList = z.string().transform((value, ctx) => {
   const names = value.split(",").map((s) => s.trim()).filter(Boolean);
@@ -21,30 +30,37 @@ const serviceList = z.string().transform((value, ctx) => {
   return [...new Set(names)] as ServiceName[];
 });
 
-export const launcherEnvSchema = z
-  .object({
-    ...baseEnvSchema.shape,
-    ...gatewayEnvSchema.shape,
-    ...telegramEnvSchema.shape,
-    ...agentWorkerEnvSchema.shape,
-    /** Default: every service that is configured (ingress-telegram needs TELEGRAM_BOT_TOKEN). */
-    NAHIDA_SERVICES: serviceList.optional(),
-    /** Platform sends running at the same time in one delivery process. */
-    DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
-    /** How long SIGTERM waits for running work before exiting anyway. */
-    NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
-  })
-  .superRefine((env, ctx) => {
-    if (env.NAHIDA_SERVICES?.includes("ingress-telegram") && !env.TELEGRAM_BOT_TOKEN) {
-      ctx.addIssue({ code: "custom", path: ["TELEGRAM_BOT_TOKEN"], message: "is required to run ingress-telegram" });
-    }
-    if (env.TELEGRAM_MODE === "webhook" && env.TELEGRAM_BOT_TOKEN && !env.TELEGRAM_WEBHOOK_SECRET) {
-      ctx.addIssue({ code: "custom", path: ["TELEGRAM_WEBHOOK_SECRET"], message: "is required when TELEGRAM_MODE=webhook" });
-    }
-  })
-  .transform((env) => ({
-    ...env,
-    NAHIDA_SERVICES:
-      env.NAHIDA_SERVICES ?? SERVICE_NAMES.filter((name) => name !== "ingress-telegram" || env.TELEGRAM_BOT_TOKEN !== undefined),
-  }));
+/** The variables of fixed names; channel instances add their prefixed ones. */
+const fixedEnvSchema = z.object({
+  ...baseEnvSchema.shape,
+  ...gatewayEnvSchema.shape,
+  ...agentWorkerEnvSchema.shape,
+  /** Default: every service that is configured (`ingress-<kind>` needs an instance of that kind). */
+  NAHIDA_SERVICES: serviceList.optional(),
+  /** Platform sends running at the same time in one delivery process. */
+  DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** How long SIGTERM waits for running work before exiting anyway. */
+  NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
+});
+
+/**
+ * The whole launcher environment. Channel variables have instance-dependent names
+ * (NAHIDA_CHANNELS), so the record is read as a whole and both parts are checked even when
+ * the other fails: every bad variable is reported at once.
+ */
+export const launcherEnvSchema = z.record(z.string(), z.string()).transform((raw, ctx) => {
+  const fixed = fixedEnvSchema.safeParse(raw);
+  for (const issue of fixed.error?.issues ?? []) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  const services = serviceList.safeParse(raw.NAHIDA_SERVICES).data;
+  const { channels, issues } = resolveChannelInstances({ modules: CHANNEL_MODULES, env: raw, ...(services ? { services } : {}) });
+  for (const issue of issues) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
+  if (!fixed.success || issues.length > 0) return z.NEVER;
+  const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
+  return {
+    ...fixed.data,
+    NAHIDA_SERVICES: fixed.data.NAHIDA_SERVICES ?? SERVICE_NAMES.filter(hasInstance),
+    /** The channel instances, in NAHIDA_CHANNELS order; their names are the channels of ChatAddresses. */
+    channels,
+  };
+});
 export type LauncherEnv = z.infer<typeof launcherEnvSchema>;

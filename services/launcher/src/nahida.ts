@@ -8,10 +8,13 @@ import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
 import { startDelivery } from "@nahida/delivery";
 import { startGateway } from "@nahida/gateway";
-import { TelegramSender, TelegramStartError, startTelegramIngress } from "@nahida/channel-telegram";
+import { createIntake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { createQueues, createRedis } from "@nahida/queue";
-import type { LauncherEnv, ServiceName } from "./launcher.env";
+import { startChannelIngress } from "./channel-ingress";
+import type { IngressServiceName } from "./channel-instances.env";
+import { channelModule } from "./channel-modules";
+import { isIngressService, type LauncherEnv, type ServiceName } from "./launcher.env";
 import { PreflightError, checkRedis, preparePostgres } from "./preflight";
 
 interface Stoppable {
@@ -23,18 +26,17 @@ export interface RunningNahida {
   services: ServiceName[];
   /** http://host:port of the gateway, when it runs. */
   gatewayAddress?: string;
-  telegramWebhookAddress?: string;
   db: Database;
   stop(): Promise<void>;
 }
 
-/** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
 /** What a deployment adds to the built-in services in code rather than configuration. */
 export interface NahidaExtensions {
   /** Agent tools beyond the built-in ones. */
   tools?: ToolDefinition[];
 }
 
+/** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
 export async function startNahida(env: LauncherEnv, logger: Logger, extensions: NahidaExtensions = {}): Promise<RunningNahida> {
   await Promise.all([preparePostgres(env.DATABASE_URL, (message) => logger.info(message)), checkRedis(env.REDIS_URL)]);
 
@@ -52,14 +54,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const queues = createQueues(redis, prefix);
 
   const registry = new ChannelRegistry();
-  if (env.TELEGRAM_BOT_TOKEN) {
-    registry.register(
-      new TelegramSender({
-        token: env.TELEGRAM_BOT_TOKEN,
-        apiRoot: env.TELEGRAM_API_ROOT,
-        ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
-      }),
-    );
+  for (const instance of env.channels) {
+    registry.register(channelModule(instance.kind).createSender(instance, env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}));
   }
 
   const clock = systemClock;
@@ -68,15 +64,26 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     ...repositories,
     transaction: (fn) => db.prisma.$transaction(fn),
     queue: queues.outbound,
-    channels: registry.channels(),
+    channels: env.channels.map((c) => c.name),
     deliveryTtlMs: env.NAHIDA_DELIVERY_TTL_MS,
     clock,
     ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
   });
+  const intake = createIntake({ inbound: repositories.inbound, queue: queues.inbound });
+  const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
+    const ingress = await startChannelIngress(name, env.channels, {
+      intake,
+      redis,
+      prefix,
+      logger: logger.child({ component: name }),
+      bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
+    });
+    return { name, stop: ingress.stop };
+  };
 
   const running: Stoppable[] = [];
   const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, stop: async () => undefined };
-  const starters: Record<ServiceName, () => Promise<Stoppable>> = {
+  const starters: Record<Exclude<ServiceName, IngressServiceName>, () => Promise<Stoppable>> = {
     gateway: async () => {
       const gateway = await startGateway({
         host: env.GATEWAY_HOST,
@@ -94,37 +101,6 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       result.gatewayAddress = gateway.address;
       logger.info({ address: gateway.address }, "gateway listening");
       return { name: "gateway", stop: gateway.stop };
-    },
-    "ingress-telegram": async () => {
-      try {
-        const ingress = await startTelegramIngress({
-          token: env.TELEGRAM_BOT_TOKEN!,
-          apiRoot: env.TELEGRAM_API_ROOT,
-          mode: env.TELEGRAM_MODE,
-          prisma: db.prisma,
-          redis,
-          inboundQueue: queues.inbound,
-          prefix,
-          pollTimeoutSeconds: env.TELEGRAM_POLL_TIMEOUT_SECONDS,
-          logger: logger.child({ component: "ingress-telegram" }),
-          ...(env.TELEGRAM_WEBHOOK_SECRET
-            ? {
-                webhook: {
-                  host: env.TELEGRAM_WEBHOOK_HOST,
-                  port: env.TELEGRAM_WEBHOOK_PORT,
-                  secret: env.TELEGRAM_WEBHOOK_SECRET,
-                  ...(env.TELEGRAM_WEBHOOK_URL ? { publicUrl: env.TELEGRAM_WEBHOOK_URL } : {}),
-                },
-              }
-            : {}),
-        });
-        if (ingress.webhookAddress) result.telegramWebhookAddress = ingress.webhookAddress;
-        logger.info({ bot: ingress.bot.username, mode: env.TELEGRAM_MODE, webhook: ingress.webhookAddress }, "telegram ingress started");
-        return { name: "ingress-telegram", stop: ingress.stop };
-      } catch (error) {
-        if (error instanceof TelegramStartError) throw new PreflightError(error.variable, error.message);
-        throw error;
-      }
     },
     "agent-worker": async () => {
       const llmConfigured = env.OPENAI_BASE_URL !== undefined || env.OPENAI_API_KEY !== undefined;
@@ -183,7 +159,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     for (const connection of connections) connection.disconnect();
   };
   try {
-    for (const name of env.NAHIDA_SERVICES) running.push(await starters[name]());
+    for (const name of env.NAHIDA_SERVICES) running.push(await (isIngressService(name) ? startIngress(name) : starters[name]()));
   } catch (error) {
     for (const service of running.reverse()) await service.stop().catch(() => undefined);
     await closeClients();

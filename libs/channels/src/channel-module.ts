@@ -1,0 +1,88 @@
+import type { Redis } from "ioredis";
+import type { z } from "zod";
+import type { Intake } from "@nahida/ingress";
+import type { Logger } from "@nahida/observability";
+import type { ChannelSender } from "./channel-sender";
+
+/** One configured account of a channel kind, such as the Telegram bot `support`. */
+export interface ChannelInstance<Config = unknown> {
+  /** The ChatAddress channel of this account's chats, and the sender's `channel`. */
+  readonly name: string;
+  /** The {@link ChannelModule.kind} that runs it. */
+  readonly kind: string;
+  /** What the module's `envSchema` made of this instance's variables. */
+  readonly config: Config;
+}
+
+export interface ChannelSenderDeps {
+  /** Attachments given as paths are resolved inside this directory. */
+  workspaceDir?: string;
+}
+
+export interface ChannelIngressDeps {
+  /** Every inbound event is stored and enqueued through it. */
+  intake: Intake;
+  redis: Redis;
+  /** Queue prefix; namespaces whatever the ingress keeps in Redis (locks, offsets). */
+  prefix: string;
+  logger: Logger;
+  /** Largest request body a listener of the ingress (a webhook) accepts; larger ones get 413. */
+  bodyLimitBytes: number;
+}
+
+export interface RunningChannelIngress {
+  /** Stops taking platform events; resolves once the ones in flight are stored. */
+  stop(): Promise<void>;
+  /** Fields for the start log line (account, mode, listen address); never a secret. */
+  describe?: Record<string, string | number | undefined>;
+}
+
+/** A configuration problem the launcher reports with the others, one line per variable. */
+export interface ChannelConfigIssue {
+  /** The variable as the operator sets it, as named by the `variable` callback. */
+  variable: string;
+  message: string;
+}
+
+/**
+ * A startup failure that one variable explains (a token the platform rejects, an
+ * unreachable API root). `variable` is the module's own name, without the instance prefix.
+ */
+export class ChannelStartError extends Error {
+  override name = "ChannelStartError";
+  constructor(
+    readonly variable: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A channel kind (port): what the launcher needs to configure, send through and run the
+ * ingress of any number of its instances. Adding a channel is one module and one entry in
+ * the launcher's list.
+ */
+export interface ChannelModule<Config = unknown> {
+  /** `telegram`; the launcher runs the ingress of every instance of this kind as `ingress-<kind>`. */
+  readonly kind: string;
+  /** The instance name used when the operator names none; its variables are today's `<KIND>_*`. */
+  readonly defaultInstance: string;
+  /**
+   * The module's variables without the instance prefix (`BOT_TOKEN`, `MODE`); the launcher
+   * reads them as `<INSTANCE>_BOT_TOKEN`. Paths of issues must be those variable names.
+   */
+  readonly envSchema: z.ZodType<Config>;
+  /** The variable an instance cannot run without; its presence alone turns the default instance on. */
+  readonly requiredVariable: string;
+  /**
+   * Rules the schema of one instance cannot express: across variables (a webhook needs its
+   * secret) or across instances (two bots cannot share a port or a token).
+   */
+  validate?(instances: readonly ChannelInstance<Config>[], variable: (instance: ChannelInstance<Config>, name: string) => string): ChannelConfigIssue[];
+  /** The sender of one instance; its `channel` must be `instance.name`. */
+  createSender(instance: ChannelInstance<Config>, deps: ChannelSenderDeps): ChannelSender;
+  /** Starts taking the instance's platform events; rejects with a {@link ChannelStartError} when a variable is to blame. */
+  startIngress(instance: ChannelInstance<Config>, deps: ChannelIngressDeps): Promise<RunningChannelIngress>;
+}

@@ -1,0 +1,34 @@
+import { ChannelStartError, type ChannelIngressDeps, type ChannelInstance, type RunningChannelIngress } from "@nahida/channels";
+import { ingressKind, instanceEnvPrefix, type IngressServiceName } from "./channel-instances.env";
+import { channelModule } from "./channel-modules";
+import { PreflightError } from "./preflight";
+
+/**
+ * Starts the ingress of every instance of the service's kind: all of them or, when one
+ * fails, none. A failure a variable explains becomes a {@link PreflightError} naming it as
+ * the operator set it (`SUPPORT_BOT_TOKEN`).
+ */
+export async function startChannelIngress(
+  service: IngressServiceName,
+  instances: readonly ChannelInstance[],
+  deps: ChannelIngressDeps,
+): Promise<{ stop(): Promise<void> }> {
+  const kind = ingressKind(service);
+  const module = channelModule(kind);
+  const started: RunningChannelIngress[] = [];
+  const stop = async () => {
+    await Promise.all(started.map((ingress) => ingress.stop()));
+  };
+  for (const instance of instances.filter((c) => c.kind === kind)) {
+    try {
+      const ingress = await module.startIngress(instance, deps);
+      started.push(ingress);
+      deps.logger.info({ channel: instance.name, kind, ...ingress.describe }, "channel ingress started");
+    } catch (error) {
+      await stop().catch(() => undefined);
+      if (error instanceof ChannelStartError) throw new PreflightError(instanceEnvPrefix(instance.name) + error.variable, error.message);
+      throw error;
+    }
+  }
+  return { stop };
+}

@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import { formatEnvIssues, parseEnv } from "@nahida/config";
+import { instanceEnvPrefix } from "./channel-instances.env";
+import { launcherEnvSchema } from "./launcher.env";
+
+const MAIN = "7000000001:main-token";
+const SUPPORT = "7000000002:support-token";
+
+function issues(env: Record<string, string>): string[] {
+  const parsed = parseEnv(launcherEnvSchema, env);
+  if (parsed.ok) throw new Error(`expected issues, got ${JSON.stringify(parsed.value.channels)}`);
+  return formatEnvIssues(parsed.error).split("\n").slice(1);
+}
+
+function parsed(env: Record<string, string>) {
+  const result = parseEnv(launcherEnvSchema, env);
+  if (!result.ok) throw new Error(formatEnvIssues(result.error));
+  return result.value;
+}
+
+describe("launcher environment: channel instances", () => {
+  it("without NAHIDA_CHANNELS runs the default telegram instance only when TELEGRAM_BOT_TOKEN is set", () => {
+    expect(parsed({}).channels).toEqual([]);
+    expect(parsed({}).NAHIDA_SERVICES).toEqual(["gateway", "agent-worker", "delivery"]);
+    const env = parsed({ TELEGRAM_BOT_TOKEN: MAIN, TELEGRAM_MODE: "webhook", TELEGRAM_WEBHOOK_SECRET: "s3cret" });
+    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "ingress-telegram", "agent-worker", "delivery"]);
+    expect(env.channels).toEqual([
+      {
+        name: "telegram",
+        kind: "telegram",
+        config: expect.objectContaining({ BOT_TOKEN: MAIN, MODE: "webhook", WEBHOOK_SECRET: "s3cret", WEBHOOK_PORT: 8081, API_ROOT: "https://api.telegram.org" }),
+      },
+    ]);
+  });
+
+  it("keeps today's messages for the default instance", () => {
+    expect(issues({ NAHIDA_SERVICES: "ingress-telegram" })).toEqual(["  TELEGRAM_BOT_TOKEN: is required to run ingress-telegram"]);
+    expect(issues({ TELEGRAM_BOT_TOKEN: MAIN, TELEGRAM_MODE: "webhook" })).toEqual(["  TELEGRAM_WEBHOOK_SECRET: is required when TELEGRAM_MODE=webhook"]);
+  });
+
+  it("reads each listed instance under its own prefix", () => {
+    const env = parsed({
+      NAHIDA_CHANNELS: "telegram, support:telegram",
+      TELEGRAM_BOT_TOKEN: MAIN,
+      SUPPORT_BOT_TOKEN: SUPPORT,
+      SUPPORT_API_ROOT: "http://127.0.0.1:9999",
+      SUPPORT_MODE: "webhook",
+      SUPPORT_WEBHOOK_SECRET: "other-secret",
+      SUPPORT_WEBHOOK_PORT: "8082",
+    });
+    expect(env.channels.map((c) => [c.name, c.kind])).toEqual([
+      ["telegram", "telegram"],
+      ["support", "telegram"],
+    ]);
+    expect(env.channels[1]!.config).toMatchObject({ BOT_TOKEN: SUPPORT, API_ROOT: "http://127.0.0.1:9999", MODE: "webhook", WEBHOOK_PORT: 8082 });
+    expect(env.channels[0]!.config).toMatchObject({ BOT_TOKEN: MAIN, MODE: "polling" });
+    expect(env.NAHIDA_SERVICES).toContain("ingress-telegram");
+  });
+
+  it("leaves out instances NAHIDA_CHANNELS does not name, even when their variables are set", () => {
+    const env = parsed({ NAHIDA_CHANNELS: "support:telegram", TELEGRAM_BOT_TOKEN: MAIN, SUPPORT_BOT_TOKEN: SUPPORT });
+    expect(env.channels.map((c) => c.name)).toEqual(["support"]);
+  });
+
+  it.each([
+    ["a bad instance name", { NAHIDA_CHANNELS: "Support:telegram" }, 'NAHIDA_CHANNELS: channel name "Support" must match [a-z][a-z0-9_-]*'],
+    ["an unknown kind", { NAHIDA_CHANNELS: "qq:milkyway" }, 'NAHIDA_CHANNELS: unknown kind "milkyway" of channel qq; known: telegram'],
+    ["a name listed twice", { NAHIDA_CHANNELS: "telegram,telegram", TELEGRAM_BOT_TOKEN: MAIN }, "NAHIDA_CHANNELS: channel telegram is listed twice"],
+    ["two names with one prefix", { NAHIDA_CHANNELS: "eu-bot:telegram,eu_bot:telegram", EU_BOT_BOT_TOKEN: SUPPORT }, "NAHIDA_CHANNELS: channels eu-bot and eu_bot would both read EU_BOT_*"],
+    ["an entry with two colons", { NAHIDA_CHANNELS: "a:telegram:x" }, 'NAHIDA_CHANNELS: "a:telegram:x" is not name[:kind]'],
+    ["a missing token", { NAHIDA_CHANNELS: "telegram,support:telegram", TELEGRAM_BOT_TOKEN: MAIN }, "SUPPORT_BOT_TOKEN: is required for channel support in NAHIDA_CHANNELS"],
+    ["a bad prefixed variable", { NAHIDA_CHANNELS: "support:telegram", SUPPORT_BOT_TOKEN: SUPPORT, SUPPORT_MODE: "push" }, "SUPPORT_MODE: Invalid option"],
+    [
+      "a webhook without its secret",
+      { NAHIDA_CHANNELS: "support:telegram", SUPPORT_BOT_TOKEN: SUPPORT, SUPPORT_MODE: "webhook" },
+      "SUPPORT_WEBHOOK_SECRET: is required when SUPPORT_MODE=webhook",
+    ],
+    [
+      "two webhooks on one port",
+      {
+        NAHIDA_CHANNELS: "telegram,support:telegram",
+        TELEGRAM_BOT_TOKEN: MAIN,
+        TELEGRAM_MODE: "webhook",
+        TELEGRAM_WEBHOOK_SECRET: "a",
+        SUPPORT_BOT_TOKEN: SUPPORT,
+        SUPPORT_MODE: "webhook",
+        SUPPORT_WEBHOOK_SECRET: "b",
+      },
+      "SUPPORT_WEBHOOK_PORT: 8081 is taken by TELEGRAM_WEBHOOK_PORT; each webhook bot needs its own port",
+    ],
+    ["one bot twice", { NAHIDA_CHANNELS: "telegram,support:telegram", TELEGRAM_BOT_TOKEN: MAIN, SUPPORT_BOT_TOKEN: MAIN }, "SUPPORT_BOT_TOKEN: is the same bot as TELEGRAM_BOT_TOKEN"],
+    [
+      "an ingress with no instance to run",
+      { NAHIDA_CHANNELS: "qq:milkyway", NAHIDA_SERVICES: "gateway,ingress-telegram" },
+      "NAHIDA_SERVICES: ingress-telegram has nothing to run: NAHIDA_CHANNELS names no channel of kind telegram",
+    ],
+  ])("reports %s in one line", (_label, env, line) => {
+    expect(issues(env as Record<string, string>).join("\n")).toContain(`  ${line}`);
+  });
+
+  it("reports every bad channel variable together with the fixed ones", () => {
+    const lines = issues({
+      REDIS_URL: "nonsense",
+      NAHIDA_CHANNELS: "telegram,support:telegram,Bad,qq:milkyway",
+      TELEGRAM_MODE: "webhook",
+      TELEGRAM_BOT_TOKEN: MAIN,
+      SUPPORT_API_ROOT: "not a url",
+    });
+    expect(lines.map((l) => l.split(":")[0]!.trim())).toEqual([
+      "REDIS_URL",
+      "NAHIDA_CHANNELS",
+      "NAHIDA_CHANNELS",
+      "SUPPORT_BOT_TOKEN",
+      "SUPPORT_API_ROOT",
+      "TELEGRAM_WEBHOOK_SECRET",
+    ]);
+  });
+
+  it("derives the variable prefix from the instance name", () => {
+    expect(instanceEnvPrefix("telegram")).toBe("TELEGRAM_");
+    expect(instanceEnvPrefix("eu-support_2")).toBe("EU_SUPPORT_2_");
+  });
+});
