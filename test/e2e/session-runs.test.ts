@@ -63,6 +63,22 @@ describe("session runs: typed lane items and the run's unit of work", () => {
     expect(reply!.params.text).toBe("Still here.");
   });
 
+  it("drops what a tool queued when the agent call is stopped: /stop sends nothing the model did", async () => {
+    const asker = 300000004;
+    const other = 300000005;
+    const before = h.openai.requests.length;
+    h.openai.enqueue({ toolCalls: [{ name: "relay_notice", arguments: { target: `telegram:private:${other}`, text: "half-done" } }] });
+    h.openai.enqueue({ content: "never sent", delayMs: 5_000 });
+    h.telegram.pushUpdate(privateText(asker, "tell the other chat something"));
+    await h.openai.waitForRequests(before + 2, 10_000);
+    h.telegram.pushUpdate(privateText(asker, "/stop"));
+    const [stopped] = await sentTo(h, asker, 1, 15_000);
+    expect(stopped!.params.text).toBe("Stopped the reply in progress.");
+    const rows = await db.query("SELECT count(*)::int AS n FROM deliveries WHERE target = $1", [`telegram:private:${other}`]);
+    expect(rows.rows[0].n).toBe(0);
+    expect(h.telegram.sent(other)).toHaveLength(0);
+  });
+
   it("sends a tool's message exactly once when the run is taken over mid-run", async () => {
     const asker = 300000002;
     const other = 300000003;

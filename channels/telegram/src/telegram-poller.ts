@@ -28,14 +28,20 @@ const EMPTY_POLL_BACKOFF_MAX_MS = 4_000;
 // grammY types its signal parameter with the abort-controller polyfill; Node's is compatible.
 type GrammySignal = Parameters<Api["getUpdates"]>[1];
 
+// The listener is removed when the timer fires: the signal lives as long as the leadership,
+// and the back-off sleeps on it every few seconds.
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
+    const onAbort = () => {
       clearTimeout(timer);
       resolve();
-    }, { once: true });
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
   });
 
 /**

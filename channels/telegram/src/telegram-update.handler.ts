@@ -1,5 +1,6 @@
 import type { Update } from "grammy/types";
-import type { Intake, IntakeOutcome, NormalizedEvent } from "@nahida/ingress";
+import { InboundCommand } from "@nahida/contracts";
+import { stripNul, type Intake, type IntakeOutcome, type NormalizedEvent } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { DEFAULT_TELEGRAM_CHANNEL, normalizeUpdate, type NormalizeUpdateOptions, type TelegramBotIdentity } from "./telegram.normalizer";
 import type { ChatAdminsCache } from "./chat-admins.cache";
@@ -20,12 +21,17 @@ export interface TelegramUpdateHandlerOptions {
 
 /** One update as the intake takes it: the normalizer's message with its command, and the update as raw. */
 export function normalizeTelegramEvent(update: unknown, bot: TelegramBotIdentity, options: NormalizeUpdateOptions = {}): NormalizedEvent {
-  const normalized = normalizeUpdate(update as Update, bot, options);
+  // NUL first: a field that is only NUL must fail the normalizer's own checks (and be
+  // dropped there), not the intake's contract check, which would lose the whole message.
+  const normalized = normalizeUpdate(stripNul(update) as Update, bot, options);
   if (normalized.kind === "ignored") return { kind: "ignored", reason: normalized.reason };
+  // A command the contract cannot hold (a crafted, overlong name) is left out; the message
+  // stays, and the worker sees plain text.
+  const command = InboundCommand.safeParse(normalized.command);
   return {
     kind: "message",
     dedupeKey: normalized.dedupeKey,
-    message: normalized.command ? { ...normalized.message, command: normalized.command } : normalized.message,
+    message: normalized.command && command.success ? { ...normalized.message, command: command.data } : normalized.message,
     context: normalized.context,
     raw: update,
   };

@@ -37,7 +37,7 @@ export type IntakeOutcome =
   | { kind: "unstorable"; reason: string };
 
 export interface IntakeOptions {
-  inbound: Pick<InboundMessageRepository, "store">;
+  inbound: Pick<InboundMessageRepository, "store" | "scopeLegacyKeys">;
   queue: TypedQueue<"inbound">;
 }
 
@@ -48,16 +48,28 @@ export interface Intake {
    * Redis unreachable): the platform must then deliver the event again.
    */
   accept(candidate: IntakeCandidate): Promise<IntakeOutcome>;
+  /**
+   * Before dedupe keys carried the account, a channel stored bare platform keys. Call once
+   * the account is known, before taking events: recent bare keys with `legacyPrefix` are
+   * scoped to `accountId`, so a redelivery across the upgrade is still a duplicate.
+   */
+  adoptLegacyKeys(o: { channel: string; accountId: string; legacyPrefix: string; withinMs: number }): Promise<number>;
 }
 
-/** Removes NUL characters from every string and key: Postgres text and jsonb cannot store them. */
-export function stripNul<T>(value: T): T {
+/**
+ * Removes NUL characters from every string and key: Postgres text and jsonb cannot store
+ * them. An object met twice (shared, not cyclic) is copied once, so the work stays linear.
+ */
+export function stripNul<T>(value: T, seen = new WeakMap<object, unknown>()): T {
   if (typeof value === "string") return value.replaceAll("\u0000", "") as T;
-  if (Array.isArray(value)) return value.map(stripNul) as T;
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [stripNul(k), stripNul(v)])) as T;
-  }
-  return value;
+  if (!value || typeof value !== "object") return value;
+  const done = seen.get(value);
+  if (done !== undefined) return done as T;
+  const copy = Array.isArray(value)
+    ? value.map((item) => stripNul(item, seen))
+    : Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll("\u0000", ""), stripNul(v, seen)]));
+  seen.set(value, copy);
+  return copy as T;
 }
 
 /**
@@ -87,6 +99,7 @@ export function createIntake(options: IntakeOptions): Intake {
       await options.queue.add("message.received", { inboundMessageId: stored.id }, { jobId: stored.id });
       return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
     },
+    adoptLegacyKeys: (o) => options.inbound.scopeLegacyKeys(o.channel, o.accountId, o.legacyPrefix, o.withinMs),
   };
 }
 

@@ -22,6 +22,11 @@ export interface OutboxRequest {
   runId?: string;
   /** Repeating a request with the same key returns the first delivery and sends once. */
   idempotencyKey?: string;
+  /**
+   * What "the same request" means for the key: a hash of the caller's own request (the
+   * gateway hashes the request body). Default: a hash of target, message and session.
+   */
+  requestHash?: string;
   /** The row's id, for callers that name the delivery before their transaction commits. */
   deliveryId?: string;
   /** Default: now + the outbox's TTL. A delivery still queued after it expires. */
@@ -55,22 +60,23 @@ export interface OutboxOptions {
   clock: Clock;
 }
 
-/** Canonical JSON (sorted keys, undefined dropped) so that the same request always hashes the same. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+/** Canonical JSON (sorted keys, undefined dropped): the same request always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   if (value && typeof value === "object" && !(value instanceof Date)) {
     return `{${Object.keys(value)
       .sort()
       .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
       .join(",")}}`;
   }
   return JSON.stringify(value);
 }
 
 const requestHash = (r: OutboxRequest) =>
+  r.requestHash ??
   createHash("sha256")
-    .update(canonical({ target: r.target, message: r.message, sessionId: r.sessionId, recordEvent: r.recordEvent ?? false }))
+    .update(canonicalJson({ target: r.target, message: r.message, sessionId: r.sessionId, recordEvent: r.recordEvent ?? false }))
     .digest("hex");
 
 /**
@@ -83,7 +89,7 @@ export class Outbox {
   constructor(private readonly o: OutboxOptions) {}
 
   /** Address, channel, attachments and session: everything a request can be refused for. */
-  async check(request: OutboxRequest): Promise<Result<void, OutboxError>> {
+  async check(request: OutboxRequest, tx?: Tx): Promise<Result<void, OutboxError>> {
     const address = parseChatAddress(request.target);
     if (!address.ok) return err({ code: "invalid_address", message: address.error.message });
     if (!this.o.channels.includes(address.value.channel)) {
@@ -99,7 +105,7 @@ export class Outbox {
       if (!resolved.ok) return err({ code: "bad_request", message: `attachments.${index}.path: ${resolved.error.message}` });
     }
     if (request.recordEvent && !request.sessionId) return err({ code: "bad_request", message: "recording an event needs a session" });
-    if (request.recordEvent && request.sessionId && !(await this.o.sessions.get(request.sessionId))) {
+    if (request.recordEvent && request.sessionId && !(await this.o.sessions.get(request.sessionId, tx))) {
       return err({ code: "not_found", message: `session ${request.sessionId} does not exist` });
     }
     return ok(undefined);
@@ -111,7 +117,7 @@ export class Outbox {
    * after that transaction commits (a job added before could find no row).
    */
   async send(request: OutboxRequest, tx?: Tx): Promise<Result<OutboxSent, OutboxError>> {
-    const checked = await this.check(request);
+    const checked = await this.check(request, tx);
     if (!checked.ok) return checked;
     if (tx) return this.write(request, tx);
     if (request.idempotencyKey) {
@@ -140,6 +146,11 @@ export class Outbox {
       ...(request.runId ? { runId: request.runId } : {}),
       expiresAt: request.expiresAt ?? new Date(this.o.clock.now().getTime() + this.o.deliveryTtlMs),
     };
+    // The lane lock first, as a run's fenced commit takes it first: the other order could
+    // deadlock with a commit that holds the lane and inserts the same key.
+    if (request.recordEvent && request.sessionId && !(await this.o.sessions.lockLaneOf(request.sessionId, tx))) {
+      return err({ code: "not_found", message: `session ${request.sessionId} does not exist` });
+    }
     let sent: OutboxSent;
     if (request.idempotencyKey) {
       sent = await this.o.deliveries.createOnce({ ...input, idempotencyKey: request.idempotencyKey, requestHash: requestHash(request) }, tx);
@@ -148,9 +159,6 @@ export class Outbox {
       sent = { delivery: await this.o.deliveries.create(input, tx), created: true };
     }
     if (request.recordEvent && request.sessionId) {
-      if (!(await this.o.sessions.lockLaneOf(request.sessionId, tx))) {
-        throw new Error(`session ${request.sessionId} vanished while recording a delivery`);
-      }
       await this.o.turns.append(
         request.sessionId,
         [

@@ -32,15 +32,22 @@ export class DeliveryRepository {
 
   /**
    * Creates the row unless one with the same idempotency key exists, and returns whichever
-   * row holds the key. `ON CONFLICT DO NOTHING` (not a failed insert) keeps the caller's
-   * transaction usable; a concurrent insert of the same key waits for the other to commit.
+   * row holds the key. `ON CONFLICT (idempotency_key) DO NOTHING` (not a failed insert) keeps
+   * the caller's transaction usable, and a concurrent insert of the same key waits for the
+   * other to commit; any other conflict (a reused id) is an error, not a silent skip.
    */
   async createOnce(input: NewDelivery & { id: string; idempotencyKey: string }, tx?: Tx): Promise<{ delivery: Delivery; created: boolean }> {
     const db = tx ?? this.prisma;
-    await db.delivery.createMany({ data: [this.row(input)], skipDuplicates: true });
+    const inserted = await db.$queryRaw<{ id: string }[]>`
+      INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash)
+      VALUES (${input.id}::uuid, ${input.target}, ${JSON.stringify(input.message)}::jsonb, ${input.source},
+              ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
+              ${input.expiresAt ?? null}, ${input.idempotencyKey}, ${input.requestHash ?? null})
+      ON CONFLICT (idempotency_key) DO NOTHING
+      RETURNING id::text AS id`;
     const delivery = await db.delivery.findUnique({ where: { idempotencyKey: input.idempotencyKey } });
     if (!delivery) throw new Error(`delivery with idempotency key ${input.idempotencyKey} vanished`);
-    return { delivery, created: delivery.id === input.id };
+    return { delivery, created: inserted.length === 1 };
   }
 
   private row(input: NewDelivery) {

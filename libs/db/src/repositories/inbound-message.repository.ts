@@ -45,6 +45,19 @@ export class InboundMessageRepository {
     return row;
   }
 
+  /**
+   * Scopes recent dedupe keys stored before keys carried the account (`update:<id>` becomes
+   * `<accountId>:update:<id>`), so a platform's redelivery across the upgrade is still
+   * recognised. Idempotent; returns how many rows it rewrote.
+   */
+  async scopeLegacyKeys(channel: string, accountId: string, legacyPrefix: string, withinMs: number): Promise<number> {
+    return this.prisma.$executeRaw`
+      UPDATE inbound_messages i SET dedupe_key = ${accountId} || ':' || i.dedupe_key
+       WHERE i.channel = ${channel} AND starts_with(i.dedupe_key, ${legacyPrefix})
+         AND i.received_at > now() - ${withinMs} * interval '1 millisecond'
+         AND NOT EXISTS (SELECT 1 FROM inbound_messages o WHERE o.channel = i.channel AND o.dedupe_key = ${accountId} || ':' || i.dedupe_key)`;
+  }
+
   async get(id: string, tx?: Tx): Promise<InboundRecord | null> {
     const [record] = await this.getMany([id], tx);
     return record ?? null;
@@ -72,8 +85,10 @@ export class InboundMessageRepository {
       const row = byId.get(id);
       if (!row) return [];
       const body = row.message as unknown as StoredBody;
+      // Rows an ingress of the previous version wrote carry the command beside the message.
+      const legacyCommand = body.message?.command === undefined ? body.extra?.command : undefined;
       return [
-        { id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: body.message, context: body.context, receivedAt: row.receivedAt },
+        { id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: legacyCommand ? { ...body.message, command: legacyCommand } : body.message, context: body.context, receivedAt: row.receivedAt },
       ];
     });
   }
@@ -83,4 +98,6 @@ export class InboundMessageRepository {
 interface StoredBody {
   message: InboundMessageContract;
   context: MessageContext;
+  /** Written by versions before the command was part of the message; read, never written. */
+  extra?: { command?: InboundMessageContract["command"] };
 }

@@ -50,16 +50,14 @@ export class SessionRepository {
    * inside the lane, so two runs never create competing sessions.
    */
   async resolveLane(laneKey: string): Promise<{ chat: Chat; session: Session } | null> {
+    const address = chatOfLane(laneKey);
+    // A chat lane: one primary-key read of the chat and its current session on the hot path.
+    if (address !== null) return this.resolve(address, address.split(":", 1)[0]!);
     const current = await this.prisma.session.findFirst({ where: { laneKey, chats: { some: {} } }, include: { chats: true } });
     const chat = current?.chats.find((c) => c.currentSessionId === current.id);
-    if (current && chat) {
-      const { chats: _chats, ...session } = current;
-      return { chat, session };
-    }
-    const address = chatOfLane(laneKey);
-    if (address === null) return null;
-    const channel = address.split(":", 1)[0]!;
-    return this.resolve(address, channel);
+    if (!current || !chat) return null;
+    const { chats: _chats, ...session } = current;
+    return { chat, session };
   }
 
   /**

@@ -73,20 +73,33 @@ export class RunWrites {
     this.triggerModes.set(chatAddress, mode);
   }
 
-  /** The narrow handle a tool gets; its writes join this run's commit. */
-  toolOutbox(): ToolOutbox {
+  /**
+   * The narrow handle the tools of one agent call get. Their effects are held apart and join
+   * this run's commit only through `keep()`, called when the agent call returned: a call that
+   * was stopped or failed (its turns are not stored either) leaves nothing behind.
+   */
+  toolOutbox(): { outbox: ToolOutbox; keep(): void } {
     const source = `agent:${this.o.runId}`;
+    const deliveries: OutboxRequest[] = [];
+    const events: PendingEvent[] = [];
     return {
-      send: async ({ target, message }) => {
-        const request = { target, message, source };
-        const checked = await this.o.outbox.check(request);
-        if (!checked.ok) return checked;
-        return ok({ deliveryId: this.deliver(request) });
+      outbox: {
+        send: async ({ target, message }) => {
+          const request = { target, message, source, runId: this.o.runId, deliveryId: randomUUID() };
+          const checked = await this.o.outbox.check(request);
+          if (!checked.ok) return checked;
+          deliveries.push(request);
+          return ok({ deliveryId: request.deliveryId });
+        },
+        recordEvent: async (sessionId, event) => {
+          if (!(await this.o.sessions.get(sessionId))) return err({ code: "not_found", message: `session ${sessionId} does not exist` });
+          events.push({ sessionId, turn: { role: "event", content: event.content, source, metadata: event.metadata ?? {}, runId: this.o.runId } });
+          return ok(undefined);
+        },
       },
-      recordEvent: async (sessionId, event) => {
-        if (!(await this.o.sessions.get(sessionId))) return err({ code: "not_found", message: `session ${sessionId} does not exist` });
-        this.recordEvent(sessionId, { content: event.content, source, metadata: event.metadata ?? {} });
-        return ok(undefined);
+      keep: () => {
+        this.deliveries.push(...deliveries.splice(0));
+        this.events.push(...events.splice(0));
       },
     };
   }
@@ -102,13 +115,17 @@ export class RunWrites {
       await this.o.sessions.touch(sessionId, now, tx);
     }
     for (const event of this.events) {
-      // Another session's history: take its lane lock, as every writer of turns does.
-      if (await this.o.sessions.lockLaneOf(event.sessionId, tx)) await this.o.turns.append(event.sessionId, [event.turn], tx);
+      // Not under the target's lane lock: this commit holds its own lane, and two runs writing
+      // into each other's sessions would deadlock. An event that lands between another run's
+      // tool call and its result is moved after the result when the context is built.
+      if (!(await this.o.sessions.get(event.sessionId, tx))) throw new Error(`session ${event.sessionId} vanished before the run committed`);
+      await this.o.turns.append(event.sessionId, [event.turn], tx);
     }
     const ids: string[] = [];
     for (const request of this.deliveries) {
       const written = await this.o.outbox.write(request, tx);
-      if (written.ok && written.value.created) ids.push(written.value.delivery.id);
+      if (!written.ok) throw new Error(`delivery to ${request.target} refused at commit: ${written.error.message}`);
+      if (written.value.created) ids.push(written.value.delivery.id);
     }
     return ids;
   }

@@ -224,6 +224,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       );
       if (run.signal.reason instanceof RunStoppedError) return;
       let result;
+      const tools = writes.toolOutbox();
       const stopTyping = showTyping();
       try {
         result = await o.runAgent(messages, {
@@ -232,7 +233,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           runId: run.runId,
           signal: run.signal,
           user: sessionId,
-          outbox: writes.toolOutbox(),
+          outbox: tools.outbox,
         });
       } catch (error) {
         if (run.signal.reason instanceof RunStoppedError) {
@@ -250,6 +251,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       } finally {
         stopTyping();
       }
+      tools.keep();
       writes.appendTurns(
         sessionId,
         result.turns.map((turn) =>

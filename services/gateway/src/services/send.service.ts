@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import { NahidaError, type OutboundMessage, type SendRequest } from "@nahida/contracts";
 import type { Delivery } from "@nahida/db";
-import type { Outbox } from "@nahida/outbox";
+import { canonicalJson, type Outbox } from "@nahida/outbox";
 
 export interface SendResult {
   delivery: Delivery;
@@ -32,7 +33,10 @@ export function createSendService(o: { outbox: Outbox }) {
       message,
       source: "api",
       ...(request.session_id ? { sessionId: request.session_id, recordEvent: true } : {}),
-      ...(idempotency ? { idempotencyKey: `${idempotency.tokenId}:${idempotency.key}` } : {}),
+      // The body's hash, as before the outbox existed: a retry across an upgrade still replays.
+      ...(idempotency
+        ? { idempotencyKey: `${idempotency.tokenId}:${idempotency.key}`, requestHash: createHash("sha256").update(canonicalJson(request)).digest("hex") }
+        : {}),
     });
     if (!sent.ok) throw new NahidaError(sent.error.code, sent.error.message);
     return sent.value;
