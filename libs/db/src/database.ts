@@ -30,6 +30,13 @@ export function createDatabase(options: DatabaseOptions): Database {
   });
   // Without a listener an idle client's error would crash the process.
   pool.on("error", options.onPoolError ?? (() => undefined));
+  // A checked-out client has only the listeners of whoever holds it, and pg-pool's query
+  // path listens `once`: a server restart (57P01) can emit a second error with nobody
+  // listening, which kills the process. Every client keeps this one for its whole life; the
+  // failure itself still reaches the holder as a rejected query, and the pool drops the client.
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+  });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   // The migrations on disk do not change while the process runs; readiness probes come
   // every few seconds, so the directory is listed once.
