@@ -8,7 +8,8 @@ import { OutboundMessage } from "@nahida/contracts";
 import { DeliveryRepository, createDatabase, type Database, type Delivery } from "@nahida/db";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import type { FakeTelegramCall } from "../fakes/telegram-bot-api.fake";
-import { TEST_REDIS_URL, waitFor } from "../support/infra";
+import pg from "pg";
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, waitFor } from "../support/infra";
 import { TEST_BOT_TOKEN, startHarness, type Harness } from "../support/nahida-harness";
 
 /** A 1×1 transparent PNG. */
@@ -338,6 +339,31 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     expect(outcome(await settled(id))).toEqual({ status: "expired", attempts: 0, platformMessageIds: [], error: "expired before it could be sent" });
     expect((await finishedJob(id)).returnvalue).toBe("expired");
     expect(sendsTo(chat)).toEqual([]);
+  });
+
+  it("never sends a part again when recording it fails because Postgres restarted right after the platform accepted it", async () => {
+    const chat = newChat();
+    const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+    await admin.connect();
+    try {
+      // Telegram has the message; before it answers, every connection of the database dies.
+      h.telegram.afterAccepting(
+        "sendMessage",
+        async () => {
+          await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [
+            new URL(h.databaseUrl).pathname.slice(1),
+          ]);
+        },
+        { chatId: chat },
+      );
+      const id = await enqueue(`telegram:private:${chat}`, { text: "deploy finished" });
+      const row = await settled(id, 20_000);
+      expect(row.status).toBe("sent");
+      expect(row.platformMessageIds).toEqual(["1"]);
+      expect(sendsTo(chat, "sendMessage")).toHaveLength(1);
+    } finally {
+      await admin.end();
+    }
   });
 
   it("does not send an already sent row again for a duplicate job", async () => {

@@ -103,6 +103,11 @@ export interface FakeTelegram {
   /** Makes the next matching call(s) to `method` fail instead of being handled. */
   failNext(method: string, failure: FakeTelegramFailure, options?: FailNextOptions): void;
   /**
+   * Runs `hook` after the next matching call(s) to `method` were accepted (the message exists)
+   * and before the answer goes out: the moment a client has been served but does not know it yet.
+   */
+  afterAccepting(method: string, hook: (call: FakeTelegramCall) => Promise<void>, options?: FailNextOptions): void;
+  /**
    * Forgets calls, queued updates, scripted failures, the webhook, allowed_updates and message counters.
    * update_id keeps counting up, because a running poller still remembers its offset.
    */
@@ -157,6 +162,7 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
   const calls: FakeTelegramCall[] = [];
   const callWaiters = new Set<CallWaiter>();
   let failures: ScriptedFailure[] = [];
+  let hooks: { method: string; chatId: string | undefined; remaining: number; hook: (call: FakeTelegramCall) => Promise<void> }[] = [];
   let queue: TelegramUpdate[] = [];
   const administrators = new Map<string, ChatAdministrator[]>();
   let nextUpdateId = 1;
@@ -210,7 +216,15 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
     const failure = takeFailure(method, parsed.params);
     if (failure) return sendReply(req, res, failureReply(failure));
     if (method.toLowerCase() === "getupdates") return getUpdates(token, call, res);
-    sendReply(req, res, dispatch(call));
+    const reply = dispatch(call);
+    const chatId = parsed.params.chat_id === undefined ? undefined : String(parsed.params.chat_id);
+    const hooked = hooks.find((h) => h.method === method.toLowerCase() && (h.chatId === undefined || h.chatId === chatId));
+    if (hooked) {
+      hooked.remaining--;
+      if (hooked.remaining <= 0) hooks = hooks.filter((h) => h !== hooked);
+      await hooked.hook(call);
+    }
+    sendReply(req, res, reply);
   }
 
   function record(call: FakeTelegramCall): void {
@@ -534,9 +548,18 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
         failure,
       });
     },
+    afterAccepting(method, hook, hookOptions = {}) {
+      hooks.push({
+        method: method.toLowerCase(),
+        chatId: hookOptions.chatId === undefined ? undefined : String(hookOptions.chatId),
+        remaining: hookOptions.times ?? 1,
+        hook,
+      });
+    },
     reset() {
       calls.length = 0;
       failures = [];
+      hooks = [];
       queue = [];
       allowedUpdates = undefined;
       webhook = undefined;

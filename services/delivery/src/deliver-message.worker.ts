@@ -6,6 +6,10 @@ import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
 import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
 
+/** How long a part the platform accepted is retried into the ledger before the send gives up. */
+const RECORD_RETRY_FOR_MS = 120_000;
+const RECORD_RETRY_MAX_WAIT_MS = 5_000;
+
 export interface DeliverMessageOptions {
   deliveries: DeliveryRepository;
   registry: ChannelRegistry;
@@ -13,6 +17,8 @@ export interface DeliverMessageOptions {
   prefix: string;
   clock: Clock;
   logger: Logger;
+  /** Default 2 min; see {@link RECORD_RETRY_FOR_MS}. */
+  recordRetryForMs?: number;
 }
 
 export type DeliverOutcome = "sent" | "already_done" | "expired" | "failed";
@@ -42,6 +48,24 @@ async function delayJob(job: Job, token: string, ms: number): Promise<never> {
 }
 
 export function createDeliverMessageHandler(o: DeliverMessageOptions) {
+  /**
+   * Records an accepted part, retrying through a database outage: the platform has the
+   * message, so failing the send here would make its retry send the part again. Only after
+   * `recordRetryForMs` does the failure go on (and the retry may then resend it).
+   */
+  async function recordAccepted(deliveryId: string, index: number, platformMessageId: string): Promise<void> {
+    const deadline = o.clock.now().getTime() + (o.recordRetryForMs ?? RECORD_RETRY_FOR_MS);
+    for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, RECORD_RETRY_MAX_WAIT_MS)) {
+      try {
+        return await o.deliveries.recordPart(deliveryId, index, platformMessageId);
+      } catch (error) {
+        if (o.clock.now().getTime() + waitMs > deadline) throw error;
+        o.logger.warn({ deliveryId, part: index, err: (error as Error).message }, "could not record an accepted part yet; retrying");
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
+    }
+  }
+
   /** Marks the row failed with `reason` and ends the job without retries. */
   async function failForGood(deliveryId: string, reason: string): Promise<never> {
     await o.deliveries.markFailed(deliveryId, reason);
@@ -77,10 +101,13 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     try {
       await sender.send(address.value, message.data, {
         sentParts: started.sentParts,
-        recordPart: (index, platformMessageId) => o.deliveries.recordPart(deliveryId, index, platformMessageId),
+        recordPart: (index, platformMessageId) => recordAccepted(deliveryId, index, platformMessageId),
       });
     } catch (error) {
-      const failure = error instanceof ChannelSendError ? error : new ChannelSendError("transient", (error as Error).message);
+      // Not the platform's answer (the ledger failed, or a bug): the row gets a plain reason,
+      // never internals such as Prisma's invocation text; the log has the detail.
+      if (!(error instanceof ChannelSendError)) o.logger.error({ deliveryId, err: (error as Error).message }, "delivery failed inside Nahida");
+      const failure = error instanceof ChannelSendError ? error : new ChannelSendError("transient", "internal error while sending; it is retried");
       const context = { deliveryId, target: row.target, error_code: failure.details.error_code, description: failure.description };
       if (failure.kind === "rate_limited" && token) {
         const waitMs = Math.max(1, failure.details.retry_after ?? 1) * 1000;

@@ -48,6 +48,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
       connection,
       prefix: o.prefix,
       concurrency: o.concurrency,
+      onFailed: (job, error) => o.logger.warn({ jobId: job?.id, job: job?.name, attemptsMade: job?.attemptsMade, err: error.message }, "outbound job failed"),
       onError: (error) => o.logger.error({ err: error.message }, "outbound worker error"),
     },
   );
