@@ -51,6 +51,17 @@ describe("TypedQueue", () => {
       expect(calls).toBe(2);
       expect(await queue.addOrRevive("delivery.send", { deliveryId: id }, id)).toBe("added");
       await waitFor(async () => calls === 3, 5_000, "the re-added job to run");
+
+      // Redis lost the queue's lists but not the job's record: no list holds it, so nothing
+      // would ever run it, and the sweeper must add it again.
+      await worker.pause();
+      const orphan = "6f1c2d3e-0000-4000-8000-000000000002";
+      await queue.add("delivery.send", { deliveryId: orphan }, { jobId: orphan });
+      await redis.del(`${prefix}:outbound:wait`, `${prefix}:outbound:prioritized`, `${prefix}:outbound:marker`);
+      expect(await (await queue.queue.getJob(orphan))?.getState()).toBe("unknown");
+      worker.resume();
+      expect(await queue.addOrRevive("delivery.send", { deliveryId: orphan }, orphan)).toBe("added");
+      await waitFor(async () => calls === 4, 5_000, "the orphaned job to run");
     } finally {
       await worker.close();
     }

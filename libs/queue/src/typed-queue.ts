@@ -59,8 +59,10 @@ export class TypedQueue<Q extends QueueName> {
 
   /**
    * Makes sure a job with this id will run: adds it when missing, retries it when it failed
-   * for good, replaces it when it completed; leaves a waiting, delayed or active one alone.
-   * For sweepers whose rows say "not done" while the queue lost or gave up on the job.
+   * for good, replaces it when it completed or when its record survived a partial Redis loss
+   * without being in any list (state `unknown`: nothing would ever run it); leaves a waiting,
+   * delayed or active one alone. For sweepers whose rows say "not done" while the queue lost
+   * or gave up on the job.
    */
   async addOrRevive<N extends JobName<Q>>(jobName: N, payload: JobPayload<Q, N>, jobId: string): Promise<"added" | "retried" | "pending"> {
     const existing = await this.queue.getJob(jobId);
@@ -71,7 +73,7 @@ export class TypedQueue<Q extends QueueName> {
           await existing.retry("failed", { resetAttemptsMade: true });
           return "retried";
         }
-        if (state !== "completed") return "pending";
+        if (state !== "completed" && state !== "unknown") return "pending";
         await existing.remove();
       } catch {
         // Another sweeper revived or replaced it first.
