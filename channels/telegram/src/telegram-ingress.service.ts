@@ -74,15 +74,6 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
   const bot = await whoAmI(api);
   const logger = o.logger.child({ bot: bot.username, channel });
   const intake = o.intake ?? createIntake({ inbound: new InboundMessageRepository(o.prisma), queue: o.inboundQueue });
-  // Telegram redelivers an unconfirmed update for up to a day; keys stored by a version that
-  // did not scope them by bot must still catch those redeliveries.
-  const adopted = await intake
-    .adoptLegacyKeys({ channel, accountId: String(bot.id), legacyPrefix: "update:", withinMs: 24 * 3600_000 })
-    .catch((error: unknown) => {
-      logger.warn({ err: (error as Error).message }, "could not scope legacy dedupe keys");
-      return 0;
-    });
-  if (adopted > 0) logger.info({ rows: adopted }, "scoped legacy dedupe keys to this bot");
   const acceptUpdate = createTelegramUpdateHandler({ bot, channel, intake, admins: new ChatAdminsCache(api) });
 
   if (o.mode === "polling") {

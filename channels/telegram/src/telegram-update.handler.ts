@@ -25,9 +25,9 @@ export function normalizeTelegramEvent(update: unknown, bot: TelegramBotIdentity
   // dropped there), not the intake's contract check, which would lose the whole message.
   const normalized = normalizeUpdate(stripNul(update) as Update, bot, options);
   if (normalized.kind === "ignored") return { kind: "ignored", reason: normalized.reason };
-  // A command the contract cannot hold (a crafted, overlong name) is left out; the message
-  // stays, and the worker sees plain text.
-  const command = InboundCommand.safeParse(normalized.command);
+  // A crafted, overlong name is cut to what the contract holds rather than losing the
+  // message (or forgetting that the command was meant for another bot).
+  const command = InboundCommand.safeParse(normalized.command && { ...normalized.command, name: normalized.command.name.slice(0, 64) });
   return {
     kind: "message",
     dedupeKey: normalized.dedupeKey,

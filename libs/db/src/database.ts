@@ -27,6 +27,9 @@ export function createDatabase(options: DatabaseOptions): Database {
     connectionString: options.url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
+    // The driver adapter sends and reads timestamps as UTC wall time; a server or role with
+    // another TimeZone would shift every instant compared with now() (expiry, ordering).
+    options: "-c TimeZone=UTC",
   });
   // Without a listener an idle client's error would crash the process.
   pool.on("error", options.onPoolError ?? (() => undefined));

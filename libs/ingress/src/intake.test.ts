@@ -76,19 +76,18 @@ describe("createIntake", () => {
     expect(rows.rows).toEqual([{ channel: "testchat", dedupe_key: "bot-1:update:7" }]);
   });
 
-  it("adopts recent keys stored before they carried the account, so a redelivery stays a duplicate", async () => {
-    const legacy = await h.inbound.store({ dedupeKey: "update:900", message: candidate("x").message, context: candidate("x").context, raw: null });
-    await h.t.db.pool.query(
-      "INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, sent_at, received_at) SELECT gen_random_uuid(), channel, 'update:901', platform_message_id, chat_address, message, sent_at, now() - interval '2 days' FROM inbound_messages WHERE id = $1",
-      [legacy.id],
-    );
-    const adopt = { channel: "testchat", accountId: "bot-1", legacyPrefix: "update:", withinMs: 24 * 3600_000 };
-    expect(await h.intake.adoptLegacyKeys(adopt)).toBe(1);
-    expect(await h.intake.adoptLegacyKeys(adopt)).toBe(0);
-    expect(await h.intake.accept(candidate("update:900"))).toEqual({ kind: "duplicate", inboundMessageId: legacy.id });
-    // Older than Telegram redelivers: left as it was.
-    const old = await h.t.db.pool.query("SELECT dedupe_key FROM inbound_messages WHERE dedupe_key LIKE '%update:901'");
-    expect(old.rows).toEqual([{ dedupe_key: "update:901" }]);
+  it("treats a key stored within a day before keys carried the account as the same event", async () => {
+    const insertLegacy = (key: string, age: string) =>
+      h.t.db.pool.query<{ id: string }>(
+        `INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, sent_at, received_at)
+         VALUES (gen_random_uuid(), 'testchat', $1, '1', 'testchat:private:42', '{}', now(), now() - $2::interval) RETURNING id::text AS id`,
+        [key, age],
+      );
+    const recent = (await insertLegacy("update:900", "1 hour")).rows[0]!.id;
+    await insertLegacy("update:901", "2 days");
+    expect(await h.intake.accept(candidate("update:900"))).toEqual({ kind: "duplicate", inboundMessageId: recent });
+    // Older than Telegram redelivers: a new event.
+    expect((await h.intake.accept(candidate("update:901"))).kind).toBe("stored");
   });
 
   it("throws when Postgres is unreachable, so the platform is not acknowledged", async () => {

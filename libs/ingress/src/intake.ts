@@ -37,7 +37,7 @@ export type IntakeOutcome =
   | { kind: "unstorable"; reason: string };
 
 export interface IntakeOptions {
-  inbound: Pick<InboundMessageRepository, "store" | "scopeLegacyKeys">;
+  inbound: Pick<InboundMessageRepository, "store">;
   queue: TypedQueue<"inbound">;
 }
 
@@ -48,12 +48,6 @@ export interface Intake {
    * Redis unreachable): the platform must then deliver the event again.
    */
   accept(candidate: IntakeCandidate): Promise<IntakeOutcome>;
-  /**
-   * Before dedupe keys carried the account, a channel stored bare platform keys. Call once
-   * the account is known, before taking events: recent bare keys with `legacyPrefix` are
-   * scoped to `accountId`, so a redelivery across the upgrade is still a duplicate.
-   */
-  adoptLegacyKeys(o: { channel: string; accountId: string; legacyPrefix: string; withinMs: number }): Promise<number>;
 }
 
 /**
@@ -88,6 +82,8 @@ export function createIntake(options: IntakeOptions): Intake {
       try {
         stored = await options.inbound.store({
           dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
+          // Keys were not scoped by account before this release.
+          legacyDedupeKey: clean.dedupeKey,
           message: checked.message,
           context: checked.context,
           raw: clean.raw,
@@ -99,7 +95,6 @@ export function createIntake(options: IntakeOptions): Intake {
       await options.queue.add("message.received", { inboundMessageId: stored.id }, { jobId: stored.id });
       return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
     },
-    adoptLegacyKeys: (o) => options.inbound.scopeLegacyKeys(o.channel, o.accountId, o.legacyPrefix, o.withinMs),
   };
 }
 

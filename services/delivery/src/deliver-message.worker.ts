@@ -6,8 +6,12 @@ import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
 import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
 
-/** How long a part the platform accepted is retried into the ledger before the send gives up. */
-const RECORD_RETRY_FOR_MS = 120_000;
+/**
+ * How long a part the platform accepted is retried into the ledger before the send gives up.
+ * It stays below the 30 s after which another worker may take a silent `sending` row over
+ * (`DeliveryRepository.begin`), so two workers never work on one delivery.
+ */
+const RECORD_RETRY_FOR_MS = 20_000;
 const RECORD_RETRY_MAX_WAIT_MS = 5_000;
 
 export interface DeliverMessageOptions {
@@ -17,7 +21,7 @@ export interface DeliverMessageOptions {
   prefix: string;
   clock: Clock;
   logger: Logger;
-  /** Default 2 min; see {@link RECORD_RETRY_FOR_MS}. */
+  /** Default 20 s; see {@link RECORD_RETRY_FOR_MS}. */
   recordRetryForMs?: number;
 }
 
@@ -49,18 +53,19 @@ async function delayJob(job: Job, token: string, ms: number): Promise<never> {
 
 export function createDeliverMessageHandler(o: DeliverMessageOptions) {
   /**
-   * Records an accepted part, retrying through a database outage: the platform has the
-   * message, so failing the send here would make its retry send the part again. Only after
-   * `recordRetryForMs` does the failure go on (and the retry may then resend it).
+   * Records what the platform accepted (a part, then the whole send), retrying through a
+   * database outage: the platform has the message, so failing the send here would make its
+   * retry send the part again. Only after `recordRetryForMs` does the failure go on (and the
+   * retry may then resend it).
    */
-  async function recordAccepted(deliveryId: string, index: number, platformMessageId: string): Promise<void> {
+  async function throughOutage(deliveryId: string, what: string, write: () => Promise<void>): Promise<void> {
     const deadline = o.clock.now().getTime() + (o.recordRetryForMs ?? RECORD_RETRY_FOR_MS);
     for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, RECORD_RETRY_MAX_WAIT_MS)) {
       try {
-        return await o.deliveries.recordPart(deliveryId, index, platformMessageId);
+        return await write();
       } catch (error) {
         if (o.clock.now().getTime() + waitMs > deadline) throw error;
-        o.logger.warn({ deliveryId, part: index, err: (error as Error).message }, "could not record an accepted part yet; retrying");
+        o.logger.warn({ deliveryId, err: (error as Error).message }, `could not record ${what} yet; retrying`);
         await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
     }
@@ -101,7 +106,8 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     try {
       await sender.send(address.value, message.data, {
         sentParts: started.sentParts,
-        recordPart: (index, platformMessageId) => recordAccepted(deliveryId, index, platformMessageId),
+        recordPart: (index, platformMessageId) =>
+          throughOutage(deliveryId, `accepted part ${index}`, () => o.deliveries.recordPart(deliveryId, index, platformMessageId)),
       });
     } catch (error) {
       // Not the platform's answer (the ledger failed, or a bug): the row gets a plain reason,
@@ -126,7 +132,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
       o.logger.warn({ ...context, attempt: job.attemptsMade + 1 }, "delivery attempt failed");
       throw failure;
     }
-    await o.deliveries.markSent(deliveryId);
+    await throughOutage(deliveryId, "the finished send", () => o.deliveries.markSent(deliveryId));
     return "sent";
   };
 }

@@ -21,10 +21,17 @@ export interface InboundRecord {
 export class InboundMessageRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
-  /** Idempotent per (channel, dedupeKey): a redelivered update returns the first row's id. */
+  /**
+   * Idempotent per (channel, dedupeKey): a redelivered event returns the first row's id.
+   * `legacyDedupeKey` is the key the same event had before keys carried the account; a row
+   * stored under it within the last day (Telegram redelivers for at most that long) counts
+   * as the same event, so a redelivery across the upgrade is not answered twice. One
+   * statement; the lookup uses the unique index. Drop it the release after.
+   */
   async store(
     input: {
       dedupeKey: string;
+      legacyDedupeKey?: string;
       message: InboundMessageContract;
       context: MessageContext;
       raw: unknown;
@@ -33,29 +40,30 @@ export class InboundMessageRepository {
   ): Promise<StoredInbound> {
     const db = tx ?? this.prisma;
     const { message } = input;
+    // `extra.command` is written too for one release, for agent workers of the previous version.
+    const body = { message, context: input.context, ...(message.command ? { extra: { command: message.command } } : {}) };
     const rows = await db.$queryRaw<{ id: string; created: boolean }[]>`
-      INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at)
-      VALUES (gen_random_uuid(), ${message.channel}, ${input.dedupeKey}, ${message.messageId}, ${message.chat},
-              ${JSON.stringify({ message, context: input.context })}::jsonb,
-              ${input.raw === undefined ? null : JSON.stringify(input.raw)}::jsonb, ${new Date(message.timestamp)})
-      ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
-      RETURNING id::text AS id, (xmax = 0) AS created`;
+      WITH legacy AS (
+        SELECT id FROM inbound_messages
+         WHERE ${input.legacyDedupeKey ?? null}::text IS NOT NULL
+           AND channel = ${message.channel}::text AND dedupe_key = ${input.legacyDedupeKey ?? null}::text
+           AND received_at > now() - interval '1 day'
+         LIMIT 1
+      ), inserted AS (
+        INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at)
+        SELECT gen_random_uuid(), ${message.channel}::text, ${input.dedupeKey}::text, ${message.messageId}::text, ${message.chat}::text,
+               ${JSON.stringify(body)}::jsonb, ${input.raw === undefined ? null : JSON.stringify(input.raw)}::jsonb,
+               ${new Date(message.timestamp)}::timestamptz
+         WHERE NOT EXISTS (SELECT 1 FROM legacy)
+        ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
+        RETURNING id::text AS id, (xmax = 0) AS created
+      )
+      SELECT id, created FROM inserted
+      UNION ALL
+      SELECT id::text, false FROM legacy`;
     const row = rows[0];
     if (!row) throw new Error("inbound insert returned no row");
     return row;
-  }
-
-  /**
-   * Scopes recent dedupe keys stored before keys carried the account (`update:<id>` becomes
-   * `<accountId>:update:<id>`), so a platform's redelivery across the upgrade is still
-   * recognised. Idempotent; returns how many rows it rewrote.
-   */
-  async scopeLegacyKeys(channel: string, accountId: string, legacyPrefix: string, withinMs: number): Promise<number> {
-    return this.prisma.$executeRaw`
-      UPDATE inbound_messages i SET dedupe_key = ${accountId} || ':' || i.dedupe_key
-       WHERE i.channel = ${channel} AND starts_with(i.dedupe_key, ${legacyPrefix})
-         AND i.received_at > now() - ${withinMs} * interval '1 millisecond'
-         AND NOT EXISTS (SELECT 1 FROM inbound_messages o WHERE o.channel = i.channel AND o.dedupe_key = ${accountId} || ':' || i.dedupe_key)`;
   }
 
   async get(id: string, tx?: Tx): Promise<InboundRecord | null> {
