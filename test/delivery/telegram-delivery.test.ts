@@ -73,9 +73,9 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
   /** The job once BullMQ finished it for good (completed, or failed with no retry left). */
   function finishedJob(jobId: string, timeoutMs = 10_000): Promise<Job> {
     return waitFor(async () => {
-      const job = await outbound.queue.getJob(jobId);
-      const state = await job?.getState();
-      return state === "completed" || state === "failed" ? job : undefined;
+      const state = await (await outbound.queue.getJob(jobId))?.getState();
+      // Read again once finished: a job fetched while still active has no return value yet.
+      return state === "completed" || state === "failed" ? outbound.queue.getJob(jobId) : undefined;
     }, timeoutMs, `job ${jobId} to finish`, 25);
   }
 
