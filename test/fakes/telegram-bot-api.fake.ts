@@ -134,11 +134,31 @@ const STRING_PARAMS = new Set([
 
 type Reply = { status: number; body: unknown } | { network: true };
 
-interface ScriptedFailure {
-  method: string;
-  chatId: string | undefined;
-  remaining: number;
-  failure: FakeTelegramFailure;
+/** What tests scripted for the next calls matching a method (and a chat), each used `times` times. */
+function scripted<T>() {
+  let entries: { method: string; chatId: string | undefined; remaining: number; value: T }[] = [];
+  return {
+    add(method: string, value: T, options: FailNextOptions = {}): void {
+      entries.push({
+        method: method.toLowerCase(),
+        chatId: options.chatId === undefined ? undefined : String(options.chatId),
+        remaining: options.times ?? 1,
+        value,
+      });
+    },
+    take(method: string, params: Record<string, unknown>): T | undefined {
+      const name = method.toLowerCase();
+      const chatId = params.chat_id === undefined ? undefined : String(params.chat_id);
+      const entry = entries.find((e) => e.method === name && (e.chatId === undefined || e.chatId === chatId));
+      if (!entry) return undefined;
+      entry.remaining--;
+      if (entry.remaining <= 0) entries = entries.filter((e) => e !== entry);
+      return entry.value;
+    },
+    clear(): void {
+      entries = [];
+    },
+  };
 }
 
 interface WaitingPoll {
@@ -161,8 +181,8 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
 
   const calls: FakeTelegramCall[] = [];
   const callWaiters = new Set<CallWaiter>();
-  let failures: ScriptedFailure[] = [];
-  let hooks: { method: string; chatId: string | undefined; remaining: number; hook: (call: FakeTelegramCall) => Promise<void> }[] = [];
+  const failures = scripted<FakeTelegramFailure>();
+  const hooks = scripted<(call: FakeTelegramCall) => Promise<void>>();
   let queue: TelegramUpdate[] = [];
   const administrators = new Map<string, ChatAdministrator[]>();
   let nextUpdateId = 1;
@@ -213,17 +233,11 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
     };
     record(call);
 
-    const failure = takeFailure(method, parsed.params);
+    const failure = failures.take(method, parsed.params);
     if (failure) return sendReply(req, res, failureReply(failure));
     if (method.toLowerCase() === "getupdates") return getUpdates(token, call, res);
     const reply = dispatch(call);
-    const chatId = parsed.params.chat_id === undefined ? undefined : String(parsed.params.chat_id);
-    const hooked = hooks.find((h) => h.method === method.toLowerCase() && (h.chatId === undefined || h.chatId === chatId));
-    if (hooked) {
-      hooked.remaining--;
-      if (hooked.remaining <= 0) hooks = hooks.filter((h) => h !== hooked);
-      await hooked.hook(call);
-    }
+    await hooks.take(method, parsed.params)?.(call);
     sendReply(req, res, reply);
   }
 
@@ -236,16 +250,6 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
         waiter.resolve(matching.slice(0, waiter.count));
       }
     }
-  }
-
-  function takeFailure(method: string, params: Record<string, unknown>): FakeTelegramFailure | undefined {
-    const name = method.toLowerCase();
-    const chatId = params.chat_id === undefined ? undefined : String(params.chat_id);
-    const scripted = failures.find((f) => f.method === name && (f.chatId === undefined || f.chatId === chatId));
-    if (!scripted) return undefined;
-    scripted.remaining--;
-    if (scripted.remaining <= 0) failures = failures.filter((f) => f !== scripted);
-    return scripted.failure;
   }
 
   function dispatch(call: FakeTelegramCall): Reply {
@@ -540,26 +544,16 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
     setChatAdministrators(chatId, admins) {
       administrators.set(String(chatId), admins);
     },
-    failNext(method, failure, failOptions = {}) {
-      failures.push({
-        method: method.toLowerCase(),
-        chatId: failOptions.chatId === undefined ? undefined : String(failOptions.chatId),
-        remaining: failOptions.times ?? 1,
-        failure,
-      });
+    failNext(method, failure, failOptions) {
+      failures.add(method, failure, failOptions);
     },
-    afterAccepting(method, hook, hookOptions = {}) {
-      hooks.push({
-        method: method.toLowerCase(),
-        chatId: hookOptions.chatId === undefined ? undefined : String(hookOptions.chatId),
-        remaining: hookOptions.times ?? 1,
-        hook,
-      });
+    afterAccepting(method, hook, hookOptions) {
+      hooks.add(method, hook, hookOptions);
     },
     reset() {
       calls.length = 0;
-      failures = [];
-      hooks = [];
+      failures.clear();
+      hooks.clear();
       queue = [];
       allowedUpdates = undefined;
       webhook = undefined;

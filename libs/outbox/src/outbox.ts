@@ -61,7 +61,7 @@ export interface OutboxOptions {
 }
 
 /** Canonical JSON (sorted keys, undefined dropped): the same request always hashes the same. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   if (value && typeof value === "object" && !(value instanceof Date)) {
     return `{${Object.keys(value)
@@ -73,11 +73,11 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** sha256 of a request's canonical JSON: what "the same request" means for an idempotency key. */
+export const hashRequest = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex");
+
 const requestHash = (r: OutboxRequest) =>
-  r.requestHash ??
-  createHash("sha256")
-    .update(canonicalJson({ target: r.target, message: r.message, sessionId: r.sessionId, recordEvent: r.recordEvent ?? false }))
-    .digest("hex");
+  r.requestHash ?? hashRequest({ target: r.target, message: r.message, sessionId: r.sessionId, recordEvent: r.recordEvent ?? false });
 
 /**
  * The one outbound path (the outbox pattern): every producer — the gateway, a run's replies

@@ -1,17 +1,17 @@
 import { DelayedError, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { OutboundMessage, parseChatAddress, type Clock } from "@nahida/contracts";
-import type { DeliveryRepository } from "@nahida/db";
+import { SENDING_TAKEOVER_MS, type DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
 import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
 
 /**
  * How long a part the platform accepted is retried into the ledger before the send gives up.
- * It stays below the 30 s after which another worker may take a silent `sending` row over
- * (`DeliveryRepository.begin`), so two workers never work on one delivery.
+ * It stays below the time after which another worker may take a silent `sending` row over,
+ * so two workers never work on one delivery.
  */
-const RECORD_RETRY_FOR_MS = 20_000;
+const RECORD_RETRY_FOR_MS = SENDING_TAKEOVER_MS - 10_000;
 const RECORD_RETRY_MAX_WAIT_MS = 5_000;
 
 export interface DeliverMessageOptions {
@@ -21,8 +21,6 @@ export interface DeliverMessageOptions {
   prefix: string;
   clock: Clock;
   logger: Logger;
-  /** Default 20 s; see {@link RECORD_RETRY_FOR_MS}. */
-  recordRetryForMs?: number;
 }
 
 export type DeliverOutcome = "sent" | "already_done" | "expired" | "failed";
@@ -55,11 +53,11 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
   /**
    * Records what the platform accepted (a part, then the whole send), retrying through a
    * database outage: the platform has the message, so failing the send here would make its
-   * retry send the part again. Only after `recordRetryForMs` does the failure go on (and the
+   * retry send the part again. Only after {@link RECORD_RETRY_FOR_MS} does the failure go on (and the
    * retry may then resend it).
    */
   async function throughOutage(deliveryId: string, what: string, write: () => Promise<void>): Promise<void> {
-    const deadline = o.clock.now().getTime() + (o.recordRetryForMs ?? RECORD_RETRY_FOR_MS);
+    const deadline = o.clock.now().getTime() + RECORD_RETRY_FOR_MS;
     for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, RECORD_RETRY_MAX_WAIT_MS)) {
       try {
         return await write();

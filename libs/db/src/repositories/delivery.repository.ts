@@ -3,6 +3,9 @@ import type { PrismaClient, Tx } from "../database";
 import type { Delivery, Prisma } from "../generated/prisma/client";
 
 
+/** A `sending` row silent this long may be taken over by another worker (see `begin`). */
+export const SENDING_TAKEOVER_MS = 30_000;
+
 export interface NewDelivery {
   /** The row's id; given by callers that name the delivery before their transaction commits. */
   id?: string;
@@ -78,7 +81,7 @@ export class DeliveryRepository {
    * taken over once its sender has been silent for `staleAfterMs` (it touches the row with
    * every accepted part), so two workers never send the same delivery at once.
    */
-  async begin(id: string, staleAfterMs = 30_000): Promise<{ sentParts: number } | null> {
+  async begin(id: string, staleAfterMs = SENDING_TAKEOVER_MS): Promise<{ sentParts: number } | null> {
     const rows = await this.prisma.$queryRaw<{ sent_parts: number }[]>`
       UPDATE deliveries SET status = 'sending', attempts = attempts + 1, updated_at = now()
        WHERE id = ${id}::uuid

@@ -2,11 +2,14 @@ import type { TriggerMode } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { Chat, Session } from "../generated/prisma/client";
 
+const CHAT_LANE_PREFIX = "chat:";
+
 /** A chat's sessions all share the chat's lane, so a chat never has two runs at once. */
-export const laneKeyForChat = (chatAddress: string): string => `chat:${chatAddress}`;
+export const laneKeyForChat = (chatAddress: string): string => `${CHAT_LANE_PREFIX}${chatAddress}`;
 
 /** The chat address a chat lane serves; null for lanes of sessions without a chat. */
-export const chatOfLane = (laneKey: string): string | null => (laneKey.startsWith("chat:") ? laneKey.slice("chat:".length) : null);
+export const chatOfLane = (laneKey: string): string | null =>
+  laneKey.startsWith(CHAT_LANE_PREFIX) ? laneKey.slice(CHAT_LANE_PREFIX.length) : null;
 
 
 /** Chats and their sessions. */

@@ -31,9 +31,9 @@ export class RunWrites {
 
   constructor(private readonly o: RunWritesOptions) {}
 
-  /** Queues a delivery (not checked: a run's replies go to its own chat). Returns its id. */
-  deliver(request: Omit<OutboxRequest, "runId" | "deliveryId">): string {
-    const deliveryId = randomUUID();
+  /** Queues a delivery (not checked here: a run's replies go to its own chat). Returns its id. */
+  deliver(request: Omit<OutboxRequest, "runId">): string {
+    const deliveryId = request.deliveryId ?? randomUUID();
     this.deliveries.push({ ...request, runId: this.o.runId, deliveryId });
     return deliveryId;
   }
@@ -80,26 +80,24 @@ export class RunWrites {
    */
   toolOutbox(): { outbox: ToolOutbox; keep(): void } {
     const source = `agent:${this.o.runId}`;
-    const deliveries: OutboxRequest[] = [];
-    const events: PendingEvent[] = [];
+    const held: (() => void)[] = [];
     return {
       outbox: {
         send: async ({ target, message }) => {
-          const request = { target, message, source, runId: this.o.runId, deliveryId: randomUUID() };
+          const request = { target, message, source, deliveryId: randomUUID() };
           const checked = await this.o.outbox.check(request);
           if (!checked.ok) return checked;
-          deliveries.push(request);
+          held.push(() => this.deliver(request));
           return ok({ deliveryId: request.deliveryId });
         },
         recordEvent: async (sessionId, event) => {
           if (!(await this.o.sessions.get(sessionId))) return err({ code: "not_found", message: `session ${sessionId} does not exist` });
-          events.push({ sessionId, turn: { role: "event", content: event.content, source, metadata: event.metadata ?? {}, runId: this.o.runId } });
+          held.push(() => this.recordEvent(sessionId, { content: event.content, source, metadata: event.metadata ?? {} }));
           return ok(undefined);
         },
       },
       keep: () => {
-        this.deliveries.push(...deliveries.splice(0));
-        this.events.push(...events.splice(0));
+        for (const apply of held.splice(0)) apply();
       },
     };
   }

@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
 import { NahidaError, type OutboundMessage, type SendRequest } from "@nahida/contracts";
 import type { Delivery } from "@nahida/db";
-import { canonicalJson, type Outbox } from "@nahida/outbox";
+import { hashRequest, type Outbox } from "@nahida/outbox";
 
 export interface SendResult {
   delivery: Delivery;
@@ -35,7 +34,7 @@ export function createSendService(o: { outbox: Outbox }) {
       ...(request.session_id ? { sessionId: request.session_id, recordEvent: true } : {}),
       // The body's hash, as before the outbox existed: a retry across an upgrade still replays.
       ...(idempotency
-        ? { idempotencyKey: `${idempotency.tokenId}:${idempotency.key}`, requestHash: createHash("sha256").update(canonicalJson(request)).digest("hex") }
+        ? { idempotencyKey: `${idempotency.tokenId}:${idempotency.key}`, requestHash: hashRequest(request) }
         : {}),
     });
     if (!sent.ok) throw new NahidaError(sent.error.code, sent.error.message);
