@@ -187,23 +187,51 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     expect(sendsTo(chat)).toHaveLength(1);
   });
 
-  it("finishes a row interrupted mid-send, even past its TTL, without repeating the part already sent", async () => {
-    const chat = newChat();
-    const created = await deliveries.create({
-      target: `telegram:private:${chat}`,
-      message: OutboundMessage.parse({ text: "already out", attachments: [{ type: "photo", fileId: "AgACinterrupted" }] }),
-      source: "test",
-      expiresAt: new Date(Date.now() - 1_000),
-    });
-    // A worker died after Telegram accepted the text: the row is left sending, one part recorded.
-    await deliveries.begin(created.id);
-    await deliveries.recordPart(created.id, 0, "555");
-    // ...long enough ago that its claim on the row has gone stale.
+  /**
+   * A row whose worker died after Telegram accepted (and the row recorded) its text: left
+   * `sending` with one part recorded, long enough ago that its claim has gone stale. Then
+   * its job runs again.
+   */
+  async function diedAfterFirstPart(chat: number, message: Partial<OutboundMessage>, options: { expiresAt?: Date; policy?: "at_most_once" } = {}) {
+    const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse(message), source: "test", ...options });
+    const claim = (await deliveries.begin(created.id, 10_000))!;
+    await deliveries.recordPart(created.id, claim.attempt, 0, "555", false);
     await database.pool.query("UPDATE deliveries SET updated_at = now() - interval '2 minutes' WHERE id = $1", [created.id]);
     await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
+    return settled(created.id);
+  }
 
-    expect(outcome(await settled(created.id))).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["555", "1"], error: null });
+  it("finishes a row interrupted mid-send, even past its TTL, without repeating the part already sent", async () => {
+    const chat = newChat();
+    const done = await diedAfterFirstPart(
+      chat,
+      { text: "already out", attachments: [{ type: "photo", fileId: "AgACinterrupted" }] },
+      { expiresAt: new Date(Date.now() - 1_000) },
+    );
+    expect(outcome(done)).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["555", "1"], error: null });
+    // It may have been sending the photo when it died: at_least_once sends it, marked uncertain.
+    expect(done.uncertainParts).toEqual([1]);
     expect(sendsTo(chat).map((c) => c.method)).toEqual(["sendPhoto"]);
+  });
+
+  it("skips a part of unknown outcome in a taken-over at_most_once row, marking it uncertain, and sends the rest", async () => {
+    const chat = newChat();
+    const done = await diedAfterFirstPart(
+      chat,
+      { text: "alert: disk full", attachments: [{ type: "photo", fileId: "AgACdisk" }, { type: "document", fileId: "BQACdisk" }] },
+      { policy: "at_most_once" },
+    );
+    expect(outcome(done)).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["555", "1"], error: null });
+    expect(done.uncertainParts).toEqual([1]);
+    expect(sendsTo(chat).map((c) => c.method)).toEqual(["sendDocument"]);
+  });
+
+  it("marks nothing uncertain in a send that was never taken over", async () => {
+    const chat = newChat();
+    const id = await enqueue(`telegram:private:${chat}`, { text: "nothing was in flight" });
+    const done = await settled(id);
+    expect(done.uncertainParts).toEqual([]);
+    expect(sendsTo(chat, "sendMessage")).toHaveLength(1);
   });
 
   it("fails a 400 for good, storing Telegram's description, without retrying", async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { startAgentWorker, type RunningAgentWorker } from "@nahida/agent-worker";
-import { systemClock } from "@nahida/contracts";
+import { recoveryTimings, systemClock } from "@nahida/contracts";
 import { InboundMessageRepository, createRepositories } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
 import { createLogger } from "@nahida/observability";
@@ -53,10 +53,8 @@ describe("inbound sweep", () => {
       historyTurns: 10,
       commandTimeoutMs: 1_000,
       concurrency: 2,
-      leaseMs: 5_000,
+      timings: { ...recoveryTimings(5_000), inboundSweepMs: 200, inboundGraceMs: 0 },
       shutdownGraceMs: 1_000,
-      inboundSweepIntervalMs: 200,
-      inboundSweepGraceMs: 0,
       logger: createLogger({ level: "silent", service: "test" }),
     });
   });

@@ -71,7 +71,7 @@ describe("API authentication, scopes, tokens and rate limit", () => {
     );
     expect(JSON.stringify(doc.paths["/api/send"].post.requestBody)).toContain("#/components/schemas/SendRequest");
     expect(doc.components.schemas.SendRequest.properties.target.description).toContain("<channel>:<type>:<id>");
-    expect(Object.keys(doc.components.schemas.SendRequest.properties)).toEqual(["target", "text", "reply_to", "attachments", "session_id"]);
+    expect(Object.keys(doc.components.schemas.SendRequest.properties)).toEqual(["target", "text", "reply_to", "attachments", "session_id", "delivery_policy"]);
   });
 });
 

@@ -38,6 +38,7 @@ describe("POST /api/send and GET /api/deliveries/:id", () => {
     }, 15_000, "the delivery to be sent");
     expect(delivered.platform_message_ids).toHaveLength(2);
     expect(delivered.attempts).toBe(1);
+    expect(delivered).toMatchObject({ delivery_policy: "at_least_once", uncertain: false, uncertain_parts: [] });
     const [text, photo] = h.telegram.sent(700000001);
     expect(text!.method).toBe("sendMessage");
     expect(text!.params.text).toBe("Deploy <b>finished</b>");
@@ -66,6 +67,20 @@ describe("POST /api/send and GET /api/deliveries/:id", () => {
     }
     const untyped = await admin("POST", "/api/send", { target: "milky:10001", text: "x" });
     expect(untyped.body.error.code).toBe("invalid_address");
+  });
+
+  it("keeps an operator's at_most_once policy on the delivery, and refuses an unknown one", async () => {
+    const res = await admin("POST", "/api/send", { target: "telegram:private:700000013", text: "page the on-call once", delivery_policy: "at_most_once" });
+    expect(res.status).toBe(202);
+    const delivered = await waitFor(async () => {
+      const d = await admin("GET", `/api/deliveries/${res.body.delivery_id}`);
+      return d.body.status === "sent" ? d.body : undefined;
+    }, 15_000, "the delivery to be sent");
+    expect(delivered).toMatchObject({ delivery_policy: "at_most_once", uncertain: false, uncertain_parts: [] });
+
+    const bad = await admin("POST", "/api/send", { target: "telegram:private:700000013", text: "x", delivery_policy: "exactly_once" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/delivery_policy/);
   });
 
   it("answers 413 to a 2 MB body", async () => {

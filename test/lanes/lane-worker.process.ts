@@ -2,6 +2,7 @@
 // real Postgres and Redis, with the recording test handler. Configured by the environment
 // the test passes in; prints "ready" once consuming.
 import { hostname } from "node:os";
+import { recoveryTimings } from "@nahida/contracts";
 import { createDatabase } from "@nahida/db";
 import { LaneRuntime } from "@nahida/lanes";
 import { TypedQueue, createRedis } from "@nahida/queue";
@@ -31,9 +32,7 @@ const runtime = new LaneRuntime({
   prefix,
   workerId,
   concurrency: Number(env.LANE_CONCURRENCY ?? 16),
-  leaseMs: Number(env.LANE_LEASE_MS ?? 15_000),
-  sweepIntervalMs: Number(env.LANE_SWEEP_MS ?? 2_000),
-  sweepGraceMs: Number(env.LANE_SWEEP_GRACE_MS ?? 2_000),
+  timings: { ...recoveryTimings(Number(env.LANE_LEASE_MS ?? 10_000)), ...(env.LANE_SWEEP_MS ? { laneSweepMs: Number(env.LANE_SWEEP_MS) } : {}) },
   handler: createTestHandler({ redis, prefix, workerId, maxWorkMs: Number(env.LANE_MAX_WORK_MS ?? 10) }),
   logger: { info: log("info"), warn: log("warn"), error: log("error") },
 });

@@ -120,7 +120,7 @@ describe("session lanes across worker processes", () => {
   }, 120_000);
 
   it("takes over a session whose worker is SIGKILLed mid-run, and answers it once", async () => {
-    const env = workerEnv({ LANE_LEASE_MS: "3000", LANE_SWEEP_MS: "500", LANE_SWEEP_GRACE_MS: "500" });
+    const env = workerEnv({ LANE_LEASE_MS: "3000", LANE_SWEEP_MS: "500" });
     const [a, b] = await Promise.all([spawnTsProcess(WORKER, env), spawnTsProcess(WORKER, env)]);
     workers.push(a!, b!);
     const lane = "test:group:kill";

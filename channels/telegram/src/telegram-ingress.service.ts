@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger } from "fastify";
 import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
 import { ChannelStartError } from "@nahida/channels";
-import { isChannelName } from "@nahida/contracts";
+import { isChannelName, recoveryTimings } from "@nahida/contracts";
 import { InboundMessageRepository, type PrismaClient } from "@nahida/db";
 import { errorHandlerPlugin } from "@nahida/http";
 import { createIntake, type Intake } from "@nahida/ingress";
@@ -85,7 +85,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
         o.redis,
         `${o.prefix}:telegram:poller:${tokenId}`,
         `${hostname()}:${process.pid}:${randomUUID()}`,
-        o.leaderTtlMs ?? 15_000,
+        o.leaderTtlMs ?? recoveryTimings().leadershipTtlMs,
       ),
       redis: o.redis,
       offsetKey: `${o.prefix}:telegram:offset:${tokenId}`,

@@ -62,6 +62,7 @@ export const telegramChannel: ChannelModule<TelegramEnv> = {
       prefix: deps.prefix,
       logger: deps.logger,
       pollTimeoutSeconds: c.POLL_TIMEOUT_SECONDS,
+      leaderTtlMs: deps.leadershipTtlMs,
       ...(c.WEBHOOK_SECRET
         ? {
             webhook: {

@@ -96,7 +96,7 @@ export class TelegramSender implements ChannelSender {
         }
         throw failure;
       }
-      await progress.recordPart(index, String(messageId));
+      await progress.recordPart(index, String(messageId), index === parts.length - 1);
     }
   }
 

@@ -28,6 +28,11 @@ export interface ChannelIngressDeps {
   logger: Logger;
   /** Largest request body a listener of the ingress (a webhook) accepts; larger ones get 413. */
   bodyLimitBytes: number;
+  /**
+   * TTL of a leadership the ingress holds in Redis (one platform connection per account
+   * across replicas): a dead holder is replaced within about this long.
+   */
+  leadershipTtlMs: number;
 }
 
 export interface RunningChannelIngress {

@@ -44,16 +44,21 @@ export interface ChannelSenderConformanceSubject {
 interface Recorder {
   progress: SendProgress;
   recorded: [index: number, platformMessageId: string][];
+  /** Indexes recorded as the message's last part. */
+  lastParts: number[];
 }
 
 function recorder(sentParts = 0): Recorder {
   const recorded: [number, string][] = [];
+  const lastParts: number[] = [];
   return {
     recorded,
+    lastParts,
     progress: {
       sentParts,
-      async recordPart(index, platformMessageId) {
+      async recordPart(index, platformMessageId, last) {
         recorded.push([index, platformMessageId]);
+        if (last) lastParts.push(index);
       },
     },
   };
@@ -108,6 +113,7 @@ export function describeChannelSenderConformance(name: string, setup: () => Prom
       expect(delivered.map((p) => p.kind)).toEqual(["text", "attachment", "attachment"]);
       expect(delivered[0]!.text).toContain("hello from the conformance suite");
       expect(r.recorded).toEqual(delivered.map((p, index) => [index, p.platformMessageId]));
+      expect(r.lastParts, "only the final part is recorded as the last").toEqual([2]);
       expect(new Set(r.recorded.map(([, id]) => id)).size).toBe(3);
       for (const [, id] of r.recorded) expect(id).toMatch(/\S/);
     });
@@ -158,6 +164,7 @@ export function describeChannelSenderConformance(name: string, setup: () => Prom
       const afterFailure = await s.delivered(target);
       expect(afterFailure.map((p) => p.kind)).toEqual(["text"]);
       expect(first.recorded).toEqual([[0, afterFailure[0]!.platformMessageId]]);
+      expect(first.lastParts).toEqual([]);
 
       const retry = recorder(first.recorded.length);
       await s.sender.send(target, outbound, retry.progress);

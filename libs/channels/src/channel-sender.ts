@@ -3,8 +3,12 @@ import type { ChatAddress, OutboundMessage } from "@nahida/contracts";
 /** Where a send stands; parts before `sentParts` were accepted by the platform already. */
 export interface SendProgress {
   sentParts: number;
-  /** Persists that part `index` was accepted, with the platform's message id. */
-  recordPart(index: number, platformMessageId: string): Promise<void>;
+  /**
+   * Persists that part `index` was accepted, with the platform's message id; `last` is true
+   * for the message's final part (recording it finishes the delivery). Called before the
+   * next part goes out.
+   */
+  recordPart(index: number, platformMessageId: string, last: boolean): Promise<void>;
 }
 
 export type ChannelErrorKind = "rate_limited" | "transient" | "permanent";

@@ -40,6 +40,8 @@ const urlWithProtocols = (protocols: string[], example: string) =>
     { message: `must be a URL like ${example}` },
   );
 
+const leaseMs = z.coerce.number({ message: "must be a number of milliseconds" }).int().min(1_000, "must be at least 1000").max(300_000, "must be at most 300000");
+
 export const LogLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
 /** Variables every Nahida process reads. */
@@ -53,6 +55,12 @@ export const baseEnvSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 characters of letters, digits, _ . -")
     .default("nahida"),
   LOG_LEVEL: LogLevel.default("info"),
+  /**
+   * The one setting every recovery time derives from (`recoveryTimings`, docs/reliability.md):
+   * what a dead process held is taken over within about 1.5 × this. Default 10000. The same
+   * on every replica.
+   */
+  NAHIDA_LEASE_MS: leaseMs.optional(),
 });
 
 export const port = z.coerce.number({ message: "must be a port number" }).int().min(1).max(65535);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ChatAddressString } from "./chat-address";
-import { DeliveryStatus } from "./enums";
+import { DeliveryPolicy, DeliveryStatus } from "./enums";
 import { ErrorCode } from "./errors";
 import { AttachmentType, MessageContext } from "./messages";
 
@@ -35,6 +35,11 @@ export const SendRequest = z
       .describe("platform message id to reply to"),
     attachments: z.array(ApiAttachment).max(10).default([]),
     session_id: z.uuid().optional().describe("record the sent message in this session's history"),
+    // No default here: the body's hash keys Idempotency-Key replays, and a request that
+    // leaves it out must hash as it did before the field existed.
+    delivery_policy: DeliveryPolicy.optional().describe(
+      "if the sending worker dies between the platform accepting a part and recording it: at_least_once (default) sends that part again, at_most_once does not",
+    ),
   })
   .refine((body) => body.text.trim() !== "" || body.attachments.length > 0, { message: "text or attachments are required", path: ["text"] })
   .meta({ id: "SendRequest" });
@@ -48,7 +53,12 @@ export const DeliveryView = z
     target: z.string(),
     status: DeliveryStatus,
     attempts: z.number().int(),
-    platform_message_ids: z.array(z.string()),
+    platform_message_ids: z.array(z.string()).describe("ids of the parts known to be accepted, in order"),
+    delivery_policy: DeliveryPolicy,
+    uncertain: z.boolean().describe("true when a part's outcome was unknown after its worker died (see uncertain_parts)"),
+    uncertain_parts: z
+      .array(z.number().int())
+      .describe("0-based parts of unknown outcome: sent again under at_least_once (may be duplicated), skipped under at_most_once (may be missing)"),
     error: z.string().optional(),
     source: z.string(),
     created_at: z.iso.datetime(),

@@ -10,3 +10,12 @@ export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
  */
 export const TriggerMode = z.enum(["mention", "always"]);
 export type TriggerMode = z.infer<typeof TriggerMode>;
+
+/**
+ * What a delivery does with a part whose outcome is unknown — its worker died after the
+ * platform call began and before the answer was recorded (`deliveries.policy`):
+ * `at_least_once` resends it (a duplicate is possible), `at_most_once` skips it (a loss is
+ * possible). Either way the part is listed as uncertain.
+ */
+export const DeliveryPolicy = z.enum(["at_least_once", "at_most_once"]);
+export type DeliveryPolicy = z.infer<typeof DeliveryPolicy>;

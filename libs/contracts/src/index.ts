@@ -8,3 +8,4 @@ export * from "./api";
 export * from "./history-view";
 export * from "./enums";
 export * from "./clock";
+export * from "./recovery";

@@ -19,14 +19,6 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType> {
   keepFailedSeconds: number;
 }
 
-/** Settings of a queue's consumers. */
-export interface QueueDefinition {
-  /** A job's lock lives this long without renewal; a dead worker's job is retried after it. */
-  lockDurationMs: number;
-  /** How often consumers look for stalled jobs (whose lock expired). */
-  stalledIntervalMs: number;
-}
-
 const HOUR_SECONDS = 3600;
 
 const job = <S extends z.ZodType>(
@@ -68,16 +60,6 @@ export const jobCatalog = {
     }),
   },
 } as const satisfies Record<string, Record<string, JobDefinition>>;
-
-/**
- * Consumer settings per queue. The lock is what bounds recovery of a job whose worker died;
- * lane state itself lives in Postgres (docs/lanes.md), so a lost wake costs one sweep.
- */
-export const queueCatalog = {
-  lanes: { lockDurationMs: 30_000, stalledIntervalMs: 30_000 },
-  inbound: { lockDurationMs: 30_000, stalledIntervalMs: 30_000 },
-  outbound: { lockDurationMs: 30_000, stalledIntervalMs: 30_000 },
-} as const satisfies Record<keyof typeof jobCatalog, QueueDefinition>;
 
 export type JobCatalog = typeof jobCatalog;
 export type QueueName = keyof JobCatalog;

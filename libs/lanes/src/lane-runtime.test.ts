@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
+import { recoveryTimings } from "@nahida/contracts";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import {
   TEST_REDIS_URL,
@@ -38,9 +39,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       consumerConnection: blocking,
       prefix,
       workerId: "test-worker",
-      leaseMs: 2_000,
-      sweepIntervalMs: 300,
-      sweepGraceMs: 300,
+      timings: { ...recoveryTimings(2_000), laneSweepMs: 300 },
       retryBackoffMs: 100,
       maxAttempts: 3,
       handler: (run) => handler(run),

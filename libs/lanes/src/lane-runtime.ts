@@ -1,7 +1,7 @@
 import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Tx } from "@nahida/db";
-import type { LaneMode } from "@nahida/contracts";
+import { recoveryTimings, type LaneMode, type RecoveryTimings } from "@nahida/contracts";
 import { createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
 import { startLaneSweeper } from "./lane.sweeper";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
@@ -64,12 +64,12 @@ export interface LaneRuntimeOptions {
   logger: LaneLogger;
   /** Lanes run at the same time in this process. */
   concurrency?: number;
-  /** Lease length; a dead worker's lane is taken over after at most this plus one sweep. Default 15 s. */
-  leaseMs?: number;
-  /** How often this process looks for stranded lanes. Default 2 s. */
-  sweepIntervalMs?: number;
-  /** Items older than this with no live lease count as stranded. Default 2 s. */
-  sweepGraceMs?: number;
+  /**
+   * Lease, sweep and job-lock times (`laneLeaseMs`, `laneSweepMs`, `jobLockMs`,
+   * `stalledCheckMs`): a dead worker's lane is taken over after at most its lease plus one
+   * sweep. Default: `recoveryTimings()`.
+   */
+  timings?: RecoveryTimings;
   /** Upper bound on a `collect` batch. Default 50. */
   maxBatchSize?: number;
   /** Runs an item may take before it fails for good. Default 3. */
@@ -148,9 +148,7 @@ export class LaneRuntime {
     this.producer = new LaneProducer(options.db, options.wakeQueue);
     this.o = {
       concurrency: options.concurrency ?? 16,
-      leaseMs: options.leaseMs ?? 15_000,
-      sweepIntervalMs: options.sweepIntervalMs ?? 2_000,
-      sweepGraceMs: options.sweepGraceMs ?? 2_000,
+      timings: options.timings ?? recoveryTimings(),
       maxBatchSize: options.maxBatchSize ?? 50,
       maxAttempts: options.maxAttempts ?? 3,
       retryBackoffMs: options.retryBackoffMs ?? 1_000,
@@ -167,6 +165,8 @@ export class LaneRuntime {
         connection: this.options.consumerConnection,
         prefix: this.options.prefix,
         concurrency: this.o.concurrency,
+        lockDurationMs: this.o.timings.jobLockMs,
+        stalledIntervalMs: this.o.timings.stalledCheckMs,
         onFailed: (job: Job | undefined, error: Error) =>
           this.options.logger.warn({ laneKey: job?.data?.laneKey, err: error.message }, "lane wake failed"),
         onError: (error) => this.options.logger.error({ err: error.message }, "lane worker error"),
@@ -175,8 +175,9 @@ export class LaneRuntime {
     this.sweep = startLaneSweeper({
       store: this.store,
       wakeQueue: this.options.wakeQueue,
-      intervalMs: this.o.sweepIntervalMs,
-      graceMs: this.o.sweepGraceMs,
+      intervalMs: this.o.timings.laneSweepMs,
+      // An item younger than one sweep may still have its wake on the way.
+      graceMs: this.o.timings.laneSweepMs,
       logger: this.options.logger,
     });
   }
@@ -211,7 +212,7 @@ export class LaneRuntime {
 
   /** Takes the lane if free and runs its open items batch by batch until none are left. */
   async drain(laneKey: string): Promise<DrainOutcome> {
-    const lease = await this.store.tryClaim(laneKey, this.options.workerId, this.o.leaseMs);
+    const lease = await this.store.tryClaim(laneKey, this.options.workerId, this.o.timings.laneLeaseMs);
     // Busy: the holder re-checks for open items after it releases (below), and a dead
     // holder's lane is found by the sweeper once its lease expires.
     if (!lease) return "busy";
@@ -219,12 +220,12 @@ export class LaneRuntime {
     const leaseLost = new AbortController();
     const heartbeat = setInterval(() => {
       this.store
-        .renew(lease, this.o.leaseMs)
+        .renew(lease, this.o.timings.laneLeaseMs)
         .then((held) => {
           if (!held) leaseLost.abort(new LeaseLostError(laneKey));
         })
         .catch((error) => this.options.logger.warn({ laneKey, err: (error as Error).message }, "lease renewal failed"));
-    }, Math.max(250, Math.floor(this.o.leaseMs / 3)));
+    }, this.o.timings.renewEveryMs);
 
     let outcome: DrainOutcome = "drained";
     let retryInMs = 0;

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { err, ok, parseChatAddress, type Clock, type ErrorCode, type OutboundMessage, type Result } from "@nahida/contracts";
+import { err, ok, parseChatAddress, type Clock, type DeliveryPolicy, type ErrorCode, type OutboundMessage, type Result } from "@nahida/contracts";
 import type { Delivery, DeliveryRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { TypedQueue } from "@nahida/queue";
 import { resolveWorkspacePath } from "@nahida/workspace";
@@ -31,6 +31,8 @@ export interface OutboxRequest {
   deliveryId?: string;
   /** Default: now + the outbox's TTL. A delivery still queued after it expires. */
   expiresAt?: Date;
+  /** Default `at_least_once`: a part of unknown outcome is sent again. */
+  policy?: DeliveryPolicy;
 }
 
 export interface OutboxError {
@@ -77,7 +79,7 @@ function canonicalJson(value: unknown): string {
 export const hashRequest = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex");
 
 const requestHash = (r: OutboxRequest) =>
-  r.requestHash ?? hashRequest({ target: r.target, message: r.message, sessionId: r.sessionId, recordEvent: r.recordEvent ?? false });
+  r.requestHash ?? hashRequest({ target: r.target, message: r.message, sessionId: r.sessionId, recordEvent: r.recordEvent ?? false, policy: r.policy });
 
 /**
  * The one outbound path (the outbox pattern): every producer — the gateway, a run's replies
@@ -145,6 +147,7 @@ export class Outbox {
       ...(request.inboundMessageId ? { inboundMessageId: request.inboundMessageId } : {}),
       ...(request.runId ? { runId: request.runId } : {}),
       expiresAt: request.expiresAt ?? new Date(this.o.clock.now().getTime() + this.o.deliveryTtlMs),
+      ...(request.policy ? { policy: request.policy } : {}),
     };
     // The lane lock first, as a run's fenced commit takes it first: the other order could
     // deadlock with a commit that holds the lane and inserts the same key.

@@ -40,7 +40,7 @@ describe("TypedQueue", () => {
         },
         "chat.action": async () => "ignored",
       },
-      { connection: blocking, prefix, concurrency: 1 },
+      { connection: blocking, prefix, concurrency: 1, lockDurationMs: 5_000, stalledIntervalMs: 2_500 },
     );
     try {
       await queue.add("delivery.send", { deliveryId: id }, { jobId: id, attempts: 1 });

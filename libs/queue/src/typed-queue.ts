@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import { jobCatalog, queueCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName } from "@nahida/contracts";
+import { jobCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName } from "@nahida/contracts";
 
 export interface QueueOptions {
   /** Redis connection for producers (non-blocking commands). */
@@ -99,10 +99,10 @@ export interface ConsumerOptions {
   connection: Redis;
   prefix: string;
   concurrency: number;
-  /** How long a job lock lives without renewal; a dead worker's job is retried after it. Default: the queue catalog's. */
-  lockDurationMs?: number;
-  /** How often stalled jobs are looked for. Default: the queue catalog's. */
-  stalledIntervalMs?: number;
+  /** How long a job lock lives without renewal; a dead worker's job is retried after it (`RecoveryTimings.jobLockMs`). */
+  lockDurationMs: number;
+  /** How often stalled jobs are looked for (`RecoveryTimings.stalledCheckMs`). */
+  stalledIntervalMs: number;
   onFailed?: (job: Job | undefined, error: Error) => void;
   onError?: (error: Error) => void;
 }
@@ -125,8 +125,8 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs ?? queueCatalog[queue].lockDurationMs,
-      stalledInterval: options.stalledIntervalMs ?? queueCatalog[queue].stalledIntervalMs,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
       maxStalledCount: 3,
       autorun: true,
     },

@@ -17,8 +17,8 @@ export const agentWorkerEnvSchema = z.object({
   AGENT_COMMAND_TIMEOUT_MS: positiveMs.default(10_000),
   /** Sessions run at the same time in one agent-worker process. */
   AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
-  /** Session lane lease; a dead worker's session is taken over after about this long. */
-  LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).default(15_000),
+  /** The old name of NAHIDA_LEASE_MS, still read when that is unset. */
+  LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).optional(),
   /** A delivery still queued after this long expires instead of arriving late. */
   NAHIDA_DELIVERY_TTL_MS: positiveMs.default(3_600_000),
 });

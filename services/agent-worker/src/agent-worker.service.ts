@@ -1,6 +1,6 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Clock } from "@nahida/contracts";
+import type { Clock, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneProducer, LaneRuntime } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
@@ -41,13 +41,10 @@ export interface AgentWorkerOptions {
   historyTurns: number;
   commandTimeoutMs: number;
   concurrency: number;
-  leaseMs: number;
+  /** Lane lease, job locks and sweeps, all from one lease (`recoveryTimings`). */
+  timings: RecoveryTimings;
   /** Tools beyond the built-in ones (a deployment's own). */
   tools?: ToolDefinition[];
-  /** How often stored but unrouted inbound messages are looked for. Default 10 s. */
-  inboundSweepIntervalMs?: number;
-  /** An inbound message unrouted for this long counts as lost by the queue. Default 30 s. */
-  inboundSweepGraceMs?: number;
   /** On stop, how long running runs may finish before they are handed back to other workers. */
   shutdownGraceMs: number;
   logger: Logger;
@@ -84,7 +81,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     prefix: o.prefix,
     workerId: o.workerId,
     concurrency: o.concurrency,
-    leaseMs: o.leaseMs,
+    timings: o.timings,
     maxAttempts: MAX_ATTEMPTS,
     shutdownGraceMs: o.shutdownGraceMs,
     logger,
@@ -125,6 +122,8 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       connection: connection("inbound-worker"),
       prefix: o.prefix,
       concurrency: o.concurrency,
+      lockDurationMs: o.timings.jobLockMs,
+      stalledIntervalMs: o.timings.stalledCheckMs,
       onFailed: (job, error) => logger.warn({ jobId: job?.id, err: error.message }, "inbound job failed"),
       onError: (error) => logger.error({ err: error.message }, "inbound worker error"),
     },
@@ -135,8 +134,8 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     inbound,
     route: messageReceived,
     logger,
-    ...(o.inboundSweepIntervalMs !== undefined ? { intervalMs: o.inboundSweepIntervalMs } : {}),
-    ...(o.inboundSweepGraceMs !== undefined ? { graceMs: o.inboundSweepGraceMs } : {}),
+    intervalMs: o.timings.inboundSweepMs,
+    graceMs: o.timings.inboundGraceMs,
   });
 
   return {

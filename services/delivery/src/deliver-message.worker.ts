@@ -1,18 +1,10 @@
 import { DelayedError, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { OutboundMessage, parseChatAddress, type Clock } from "@nahida/contracts";
-import { SENDING_TAKEOVER_MS, type DeliveryRepository } from "@nahida/db";
+import { OutboundMessage, parseChatAddress, type Clock, type RecoveryTimings } from "@nahida/contracts";
+import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
 import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
-
-/**
- * How long a part the platform accepted is retried into the ledger before the send gives up.
- * It stays below the time after which another worker may take a silent `sending` row over,
- * so two workers never work on one delivery.
- */
-const RECORD_RETRY_FOR_MS = SENDING_TAKEOVER_MS - 10_000;
-const RECORD_RETRY_MAX_WAIT_MS = 5_000;
 
 export interface DeliverMessageOptions {
   deliveries: DeliveryRepository;
@@ -20,6 +12,8 @@ export interface DeliverMessageOptions {
   redis: Redis;
   prefix: string;
   clock: Clock;
+  /** `sendingTakeoverMs`, `recordRetryMs`, `renewEveryMs`. */
+  timings: Pick<RecoveryTimings, "sendingTakeoverMs" | "recordRetryMs" | "renewEveryMs">;
   logger: Logger;
 }
 
@@ -31,6 +25,13 @@ const ORDER_WAIT_MS = 250;
 /** Redis key marking a chat as rate-limited until the key expires. */
 const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:blocked:${target}`;
 
+/** Puts the job back for `ms` without using an attempt (BullMQ's DelayedError protocol). */
+async function delayJob(job: Job, token: string, ms: number): Promise<never> {
+  // BullMQ compares this with its own wall clock, so it is not the injected Clock.
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError();
+}
+
 /**
  * `outbound/delivery.send`: sends one Delivery row through its channel.
  * - already sent/failed/expired: no-op (a duplicate job);
@@ -40,25 +41,20 @@ const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:block
  * - 5xx / network: retried with the catalog's exponential backoff;
  * - other 4xx: failed for good with the platform's description.
  * Parts accepted before a failure are recorded, so a retry continues after them. Messages
- * to one chat go out one at a time, oldest first.
+ * to one chat go out one at a time, oldest first. A row taken over from a worker that died
+ * mid-send follows its policy for the part in flight (docs/reliability.md).
  */
-/** Puts the job back for `ms` without using an attempt (BullMQ's DelayedError protocol). */
-async function delayJob(job: Job, token: string, ms: number): Promise<never> {
-  // BullMQ compares this with its own wall clock, so it is not the injected Clock.
-  await job.moveToDelayed(Date.now() + ms, token);
-  throw new DelayedError();
-}
-
 export function createDeliverMessageHandler(o: DeliverMessageOptions) {
+  const maxRecordWaitMs = Math.max(100, Math.floor(o.timings.recordRetryMs / 10));
   /**
-   * Records what the platform accepted (a part, then the whole send), retrying through a
+   * Records what the platform accepted (a part, or the whole send), retrying through a
    * database outage: the platform has the message, so failing the send here would make its
-   * retry send the part again. Only after {@link RECORD_RETRY_FOR_MS} does the failure go on (and the
-   * retry may then resend it).
+   * retry send the part again. After `recordRetryMs` the failure goes on, the row stays
+   * `sending`, and its takeover treats the part as one of unknown outcome.
    */
-  async function throughOutage(deliveryId: string, what: string, write: () => Promise<void>): Promise<void> {
-    const deadline = o.clock.now().getTime() + RECORD_RETRY_FOR_MS;
-    for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, RECORD_RETRY_MAX_WAIT_MS)) {
+  async function throughOutage<T>(deliveryId: string, what: string, write: () => Promise<T>): Promise<T> {
+    const deadline = o.clock.now().getTime() + o.timings.recordRetryMs;
+    for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, maxRecordWaitMs)) {
       try {
         return await write();
       } catch (error) {
@@ -70,8 +66,8 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
   }
 
   /** Marks the row failed with `reason` and ends the job without retries. */
-  async function failForGood(deliveryId: string, reason: string): Promise<never> {
-    await o.deliveries.markFailed(deliveryId, reason);
+  async function failForGood(deliveryId: string, reason: string, attempt?: number): Promise<never> {
+    await o.deliveries.markFailed(deliveryId, reason, attempt);
     throw new PermanentJobError(reason);
   }
 
@@ -93,7 +89,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     const sender = o.registry.get(address.value.channel);
     if (!sender) return failForGood(deliveryId, `no channel ${JSON.stringify(address.value.channel)} is registered`);
 
-    const started = await o.deliveries.begin(deliveryId);
+    const started = await o.deliveries.begin(deliveryId, o.timings.sendingTakeoverMs);
     if (!started) {
       const now = await o.deliveries.get(deliveryId);
       if (!now || now.status !== "sending") return "already_done";
@@ -101,36 +97,96 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
       // try again later; the row is taken over once that worker has been silent too long.
       throw new Error("delivery is being sent by another worker");
     }
+    const { attempt } = started;
+    if (started.uncertainPart !== null) {
+      o.logger.warn(
+        { deliveryId, target: row.target, part: started.uncertainPart, policy: row.policy },
+        row.policy === "at_most_once"
+          ? "taken-over delivery: a part's outcome is unknown; it is not sent again (at_most_once)"
+          : "taken-over delivery: a part's outcome is unknown; it is sent again (at_least_once)",
+      );
+    }
+    // A slow platform call (a large upload) keeps the claim alive, so the row is never
+    // taken over from a live worker; a lost claim stops the send at the next part.
+    let claimLost = false;
+    const heartbeat = setInterval(() => {
+      o.deliveries.touch(deliveryId, attempt).then(
+        (held) => (claimLost ||= !held),
+        () => undefined,
+      );
+    }, o.timings.renewEveryMs);
+    let finished = false;
     try {
       await sender.send(address.value, message.data, {
         sentParts: started.sentParts,
-        recordPart: (index, platformMessageId) =>
-          throughOutage(deliveryId, `accepted part ${index}`, () => o.deliveries.recordPart(deliveryId, index, platformMessageId)),
+        recordPart: async (index, platformMessageId, last) => {
+          const recorded = await throughOutage(deliveryId, `accepted part ${index}`, () =>
+            o.deliveries.recordPart(deliveryId, attempt, index, platformMessageId, last),
+          ).catch((error: unknown) => {
+            throw new UnrecordedPartError(index, error);
+          });
+          if (!recorded || claimLost) throw new ClaimLostError(index);
+          finished = last;
+        },
       });
     } catch (error) {
-      // Not the platform's answer (the ledger failed, or a bug): the row gets a plain reason,
-      // never internals such as Prisma's invocation text; the log has the detail.
+      // The platform accepted a part the ledger could not take: the row stays `sending`, so
+      // the retry that takes it over treats that part as one of unknown outcome (the policy
+      // decides) instead of resending it as if it had failed.
+      if (error instanceof UnrecordedPartError) {
+        o.logger.error({ deliveryId, part: error.index, err: (error.cause as Error).message }, "could not record an accepted part; the send is taken over later");
+        throw error;
+      }
+      // Another worker took the row over (this one was cut off too long): it owns the rest.
+      if (error instanceof ClaimLostError) {
+        o.logger.warn({ deliveryId, part: error.index }, "delivery was taken over by another worker; this one stops");
+        return "already_done";
+      }
+      // Not the platform's answer (a bug): the row gets a plain reason, never internals such
+      // as Prisma's invocation text; the log has the detail.
       if (!(error instanceof ChannelSendError)) o.logger.error({ deliveryId, err: (error as Error).message }, "delivery failed inside Nahida");
       const failure = error instanceof ChannelSendError ? error : new ChannelSendError("transient", "internal error while sending; it is retried");
       const context = { deliveryId, target: row.target, error_code: failure.details.error_code, description: failure.description };
       if (failure.kind === "rate_limited" && token) {
         const waitMs = Math.max(1, failure.details.retry_after ?? 1) * 1000;
         await o.redis.set(blockedKey(o.prefix, row.target), "1", "PX", waitMs);
-        await o.deliveries.markWaiting(deliveryId, `rate limited: retry after ${waitMs / 1000} s`);
+        await o.deliveries.markWaiting(deliveryId, attempt, `rate limited: retry after ${waitMs / 1000} s`);
         o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
         return delayJob(job, token, waitMs);
       }
       if (failure.kind === "permanent") {
         o.logger.warn(context, "delivery failed permanently");
-        return failForGood(deliveryId, failure.description);
+        return failForGood(deliveryId, failure.description, attempt);
       }
       const attempts = job.opts.attempts ?? 1;
-      if (job.attemptsMade + 1 >= attempts) await o.deliveries.markFailed(deliveryId, failure.description);
-      else await o.deliveries.markWaiting(deliveryId, failure.description);
+      if (job.attemptsMade + 1 >= attempts) await o.deliveries.markFailed(deliveryId, failure.description, attempt);
+      else await o.deliveries.markWaiting(deliveryId, attempt, failure.description);
       o.logger.warn({ ...context, attempt: job.attemptsMade + 1 }, "delivery attempt failed");
       throw failure;
+    } finally {
+      clearInterval(heartbeat);
     }
-    await throughOutage(deliveryId, "the finished send", () => o.deliveries.markSent(deliveryId));
+    // Recording the last part finished it; a message with nothing (left) to send ends here.
+    if (!finished) await throughOutage(deliveryId, "the finished send", () => o.deliveries.markSent(deliveryId, attempt));
     return "sent";
   };
+}
+
+/** The platform accepted part `index` and the ledger did not take the record in time. */
+class UnrecordedPartError extends Error {
+  override name = "UnrecordedPartError";
+  constructor(
+    readonly index: number,
+    cause: unknown,
+  ) {
+    super(`accepted part ${index} could not be recorded`, { cause });
+  }
+}
+
+/** The row's claim went to another worker (this one was silent too long); it stops before part `index + 1`. */
+class ClaimLostError extends Error {
+  override name = "ClaimLostError";
+  constructor(readonly index: number) {
+    super(`the delivery was taken over after part ${index}`);
+  }
 }

@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { createConsumer, type TypedQueue } from "@nahida/queue";
-import { parseChatAddress, type Clock } from "@nahida/contracts";
+import { parseChatAddress, type Clock, type RecoveryTimings } from "@nahida/contracts";
 import type { ChannelRegistry } from "@nahida/channels";
 import { createDeliverMessageHandler } from "./deliver-message.worker";
 import { startDeliverySweeper } from "./delivery.sweeper";
@@ -17,10 +17,8 @@ export interface DeliveryServiceOptions {
   registry: ChannelRegistry;
   concurrency: number;
   clock: Clock;
-  /** How often queued deliveries without a job are looked for. */
-  sweepIntervalMs?: number;
-  /** A delivery waiting longer than this is re-enqueued (its job id keeps it single). */
-  staleAfterMs?: number;
+  /** Job lock, `sending` takeover, record retries and sweeps, all from one lease (`recoveryTimings`). */
+  timings: RecoveryTimings;
   logger: Logger;
 }
 
@@ -34,7 +32,15 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
   const worker: Worker = createConsumer(
     "outbound",
     {
-      "delivery.send": createDeliverMessageHandler({ deliveries, registry: o.registry, redis: o.redis, prefix: o.prefix, clock: o.clock, logger: o.logger }),
+      "delivery.send": createDeliverMessageHandler({
+        deliveries,
+        registry: o.registry,
+        redis: o.redis,
+        prefix: o.prefix,
+        clock: o.clock,
+        timings: o.timings,
+        logger: o.logger,
+      }),
       // Best effort: a lost or failed indicator is not worth a retry or a log line above debug.
       "chat.action": async ({ target, action }) => {
         const address = parseChatAddress(target);
@@ -48,6 +54,8 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
       connection,
       prefix: o.prefix,
       concurrency: o.concurrency,
+      lockDurationMs: o.timings.jobLockMs,
+      stalledIntervalMs: o.timings.stalledCheckMs,
       onFailed: (job, error) => o.logger.warn({ jobId: job?.id, job: job?.name, attemptsMade: job?.attemptsMade, err: error.message }, "outbound job failed"),
       onError: (error) => o.logger.error({ err: error.message }, "outbound worker error"),
     },
@@ -57,8 +65,8 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
     deliveries,
     queue: o.outboundQueue,
     logger: o.logger,
-    ...(o.sweepIntervalMs !== undefined ? { intervalMs: o.sweepIntervalMs } : {}),
-    ...(o.staleAfterMs !== undefined ? { staleAfterMs: o.staleAfterMs } : {}),
+    intervalMs: o.timings.deliverySweepMs,
+    staleAfterMs: o.timings.staleDeliveryMs,
   });
 
   return {

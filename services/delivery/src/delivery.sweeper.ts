@@ -6,10 +6,10 @@ export interface DeliverySweeperOptions {
   deliveries: Pick<DeliveryRepository, "stale">;
   queue: TypedQueue<"outbound">;
   logger: Logger;
-  /** How often queued deliveries without a job are looked for. Default 10 s. */
-  intervalMs?: number;
-  /** A delivery waiting longer than this is re-enqueued (its job id keeps it single). Default 30 s. */
-  staleAfterMs?: number;
+  /** How often queued deliveries without a job are looked for. */
+  intervalMs: number;
+  /** A delivery waiting longer than this is re-enqueued (its job id keeps it single). */
+  staleAfterMs: number;
 }
 
 /**
@@ -19,9 +19,9 @@ export interface DeliverySweeperOptions {
  */
 export function startDeliverySweeper(o: DeliverySweeperOptions): Periodic {
   return every(
-    o.intervalMs ?? 10_000,
+    o.intervalMs,
     async () => {
-      for (const deliveryId of await o.deliveries.stale(o.staleAfterMs ?? 30_000, 500)) {
+      for (const deliveryId of await o.deliveries.stale(o.staleAfterMs, 500)) {
         await o.queue.addOrRevive("delivery.send", { deliveryId }, deliveryId);
       }
     },

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { createOpenAiLlm, startAgentWorker, type ToolDefinition } from "@nahida/agent-worker";
-import { systemClock } from "@nahida/contracts";
+import { DEFAULT_LEASE_MS, recoveryTimings, systemClock } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
@@ -51,6 +51,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   };
   const redis = createConnection("shared", false);
   const prefix = env.NAHIDA_QUEUE_PREFIX;
+  const timings = recoveryTimings(env.NAHIDA_LEASE_MS ?? env.LANE_LEASE_MS ?? DEFAULT_LEASE_MS);
   const queues = createQueues(redis, prefix);
 
   const registry = new ChannelRegistry();
@@ -77,6 +78,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       prefix,
       logger: logger.child({ component: name }),
       bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
+      leadershipTtlMs: timings.leadershipTtlMs,
     });
     return { name, stop: ingress.stop };
   };
@@ -127,7 +129,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         historyTurns: env.AGENT_HISTORY_TURNS,
         commandTimeoutMs: env.AGENT_COMMAND_TIMEOUT_MS,
         concurrency: env.AGENT_CONCURRENCY,
-        leaseMs: env.LANE_LEASE_MS,
+        timings,
         ...(extensions.tools ? { tools: extensions.tools } : {}),
         // Half the shutdown budget for running runs; the rest for handing back and closing.
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
@@ -146,6 +148,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         registry,
         concurrency: env.DELIVERY_CONCURRENCY,
         clock,
+        timings,
         logger: logger.child({ component: "delivery" }),
       });
       logger.info({ channels: registry.channels() }, "delivery started");

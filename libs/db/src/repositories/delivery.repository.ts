@@ -1,10 +1,6 @@
-import type { OutboundMessage } from "@nahida/contracts";
+import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { Delivery, Prisma } from "../generated/prisma/client";
-
-
-/** A `sending` row silent this long may be taken over by another worker (see `begin`). */
-export const SENDING_TAKEOVER_MS = 30_000;
 
 export interface NewDelivery {
   /** The row's id; given by callers that name the delivery before their transaction commits. */
@@ -20,6 +16,8 @@ export interface NewDelivery {
   expiresAt?: Date;
   idempotencyKey?: string;
   requestHash?: string;
+  /** Default `at_least_once`. */
+  policy?: DeliveryPolicy;
 }
 
 /**
@@ -42,10 +40,10 @@ export class DeliveryRepository {
   async createOnce(input: NewDelivery & { id: string; idempotencyKey: string }, tx?: Tx): Promise<{ delivery: Delivery; created: boolean }> {
     const db = tx ?? this.prisma;
     const inserted = await db.$queryRaw<{ id: string }[]>`
-      INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash)
+      INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
       VALUES (${input.id}::uuid, ${input.target}, ${JSON.stringify(input.message)}::jsonb, ${input.source},
               ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
-              ${input.expiresAt ?? null}, ${input.idempotencyKey}, ${input.requestHash ?? null})
+              ${input.expiresAt ?? null}, ${input.idempotencyKey}, ${input.requestHash ?? null}, ${input.policy ?? "at_least_once"})
       ON CONFLICT (idempotency_key) DO NOTHING
       RETURNING id::text AS id`;
     const delivery = await db.delivery.findUnique({ where: { idempotencyKey: input.idempotencyKey } });
@@ -65,6 +63,7 @@ export class DeliveryRepository {
       expiresAt: input.expiresAt ?? null,
       idempotencyKey: input.idempotencyKey ?? null,
       requestHash: input.requestHash ?? null,
+      policy: input.policy ?? "at_least_once",
     };
   }
 
@@ -77,42 +76,81 @@ export class DeliveryRepository {
   }
 
   /**
-   * Claims a delivery for sending and counts the attempt. A row already `sending` is only
-   * taken over once its sender has been silent for `staleAfterMs` (it touches the row with
-   * every accepted part), so two workers never send the same delivery at once.
+   * Claims a delivery for sending and counts the attempt; the claim is the record that an
+   * attempt on part `sent_parts` is about to begin. A row already `sending` is only taken
+   * over once its sender has been silent for `staleAfterMs` (it touches the row with every
+   * accepted part and while a slow platform call runs), so two workers never send the same
+   * delivery at once. The returned `attempt` fences the claim: the writes that follow only
+   * land while the row is still this attempt's.
+   *
+   * A taken-over row's part `sent_parts` has an unknown outcome: the silent worker may have
+   * died after the platform accepted it and before recording it. The part is added to
+   * `uncertain_parts`, and under `at_most_once` it is skipped instead of sent again.
    */
-  async begin(id: string, staleAfterMs = SENDING_TAKEOVER_MS): Promise<{ sentParts: number } | null> {
-    const rows = await this.prisma.$queryRaw<{ sent_parts: number }[]>`
-      UPDATE deliveries SET status = 'sending', attempts = attempts + 1, updated_at = now()
-       WHERE id = ${id}::uuid
-         AND (status = 'queued' OR (status = 'sending' AND updated_at < now() - ${staleAfterMs} * interval '1 millisecond'))
-      RETURNING sent_parts`;
-    return rows[0] ? { sentParts: rows[0].sent_parts } : null;
+  async begin(id: string, staleAfterMs: number): Promise<{ attempt: number; sentParts: number; uncertainPart: number | null } | null> {
+    const rows = await this.prisma.$queryRaw<{ attempts: number; sent_parts: number; uncertain_part: number | null }[]>`
+      WITH claimed AS (
+        SELECT id, status = 'sending' AS taken_over FROM deliveries
+         WHERE id = ${id}::uuid
+           AND (status = 'queued' OR (status = 'sending' AND updated_at < now() - ${staleAfterMs} * interval '1 millisecond'))
+           FOR UPDATE
+      )
+      UPDATE deliveries d
+         SET status = 'sending', attempts = attempts + 1, updated_at = now(),
+             uncertain_parts = CASE WHEN claimed.taken_over THEN array_append(d.uncertain_parts, d.sent_parts) ELSE d.uncertain_parts END,
+             sent_parts = CASE WHEN claimed.taken_over AND d.policy = 'at_most_once' THEN d.sent_parts + 1 ELSE d.sent_parts END
+        FROM claimed
+       WHERE d.id = claimed.id
+      RETURNING d.attempts, d.sent_parts, CASE WHEN claimed.taken_over THEN d.uncertain_parts[cardinality(d.uncertain_parts)] END AS uncertain_part`;
+    const row = rows[0];
+    return row ? { attempt: row.attempts, sentParts: row.sent_parts, uncertainPart: row.uncertain_part } : null;
   }
 
   /**
-   * Records that part `index` was accepted by the platform. Guarded on `sent_parts` so a
-   * retried job resumes after the last accepted part and never records one twice.
+   * Records that part `index` was accepted by the platform; the `last` part also marks the
+   * delivery sent, in the same statement, so no accepted-but-unfinished state remains for a
+   * takeover to mistake for an attempt of unknown outcome. Guarded on `sent_parts` so a
+   * retried job resumes after the last accepted part and never records one twice, and on
+   * the claim's `attempt`: false means another worker took the row over, and this one must
+   * stop sending.
    */
-  async recordPart(id: string, index: number, platformMessageId: string): Promise<void> {
-    await this.prisma.$executeRaw`
+  async recordPart(id: string, attempt: number, index: number, platformMessageId: string, last: boolean): Promise<boolean> {
+    const updated = await this.prisma.$executeRaw`
       UPDATE deliveries
          SET sent_parts = ${index + 1}, platform_message_ids = array_append(platform_message_ids, ${platformMessageId}),
-             updated_at = now()
-       WHERE id = ${id}::uuid AND sent_parts = ${index}`;
+             updated_at = now(),
+             status = CASE WHEN ${last} THEN 'sent' ELSE status END,
+             sent_at = CASE WHEN ${last} THEN now() ELSE sent_at END,
+             error = CASE WHEN ${last} THEN NULL ELSE error END
+       WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending' AND sent_parts = ${index}`;
+    return updated === 1;
   }
 
-  async markSent(id: string): Promise<void> {
-    await this.prisma.delivery.update({ where: { id }, data: { status: "sent", sentAt: new Date(), error: null } });
+  /** Keeps a claim alive while a slow platform call runs; false once the row was taken over. */
+  async touch(id: string, attempt: number): Promise<boolean> {
+    const updated = await this.prisma.$executeRaw`
+      UPDATE deliveries SET updated_at = now() WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'`;
+    return updated === 1;
   }
 
-  async markFailed(id: string, error: string): Promise<void> {
-    await this.prisma.delivery.update({ where: { id }, data: { status: "failed", error } });
+  /** Marks a send with nothing left to send (every part recorded or skipped) as sent. */
+  async markSent(id: string, attempt: number): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE deliveries SET status = 'sent', sent_at = now(), error = NULL, updated_at = now()
+       WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'`;
+  }
+
+  /** Fails a delivery for good; with `attempt`, only while the row is still that claim's. */
+  async markFailed(id: string, error: string, attempt?: number): Promise<void> {
+    await this.prisma.delivery.updateMany({
+      where: { id, status: { in: ["queued", "sending"] }, ...(attempt !== undefined ? { attempts: attempt } : {}) },
+      data: { status: "failed", error },
+    });
   }
 
   /** Back to `queued` while a retry waits (429, 5xx), keeping the reason visible. */
-  async markWaiting(id: string, error: string): Promise<void> {
-    await this.prisma.delivery.updateMany({ where: { id, status: "sending" }, data: { status: "queued", error } });
+  async markWaiting(id: string, attempt: number, error: string): Promise<void> {
+    await this.prisma.delivery.updateMany({ where: { id, attempts: attempt, status: "sending" }, data: { status: "queued", error } });
   }
 
   /** Expires a delivery that is still waiting after its TTL. */

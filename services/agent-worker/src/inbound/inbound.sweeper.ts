@@ -7,10 +7,10 @@ export interface InboundSweeperOptions {
   /** What the `inbound/message.received` job would have done with the message. */
   route: (job: { inboundMessageId: string }) => Promise<unknown>;
   logger: Logger;
-  /** How often stored but unrouted messages are looked for. Default 10 s. */
-  intervalMs?: number;
-  /** A message unrouted for this long counts as lost by the queue. Default 30 s. */
-  graceMs?: number;
+  /** How often stored but unrouted messages are looked for. */
+  intervalMs: number;
+  /** A message unrouted for this long counts as lost by the queue. */
+  graceMs: number;
 }
 
 /**
@@ -19,9 +19,9 @@ export interface InboundSweeperOptions {
  */
 export function startInboundSweeper(o: InboundSweeperOptions): Periodic {
   return every(
-    o.intervalMs ?? 10_000,
+    o.intervalMs,
     async () => {
-      for (const inboundMessageId of await o.inbound.unrouted(o.graceMs ?? 30_000, 200)) {
+      for (const inboundMessageId of await o.inbound.unrouted(o.graceMs, 200)) {
         await o.route({ inboundMessageId }).catch((error) =>
           o.logger.warn({ inboundMessageId, err: (error as Error).message }, "inbound sweep could not route a message"),
         );

@@ -31,6 +31,7 @@ export function createSendService(o: { outbox: Outbox }) {
       target: request.target,
       message,
       source: "api",
+      ...(request.delivery_policy ? { policy: request.delivery_policy } : {}),
       ...(request.session_id ? { sessionId: request.session_id, recordEvent: true } : {}),
       // The body's hash, as before the outbox existed: a retry across an upgrade still replays.
       ...(idempotency

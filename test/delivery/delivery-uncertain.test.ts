@@ -1,0 +1,82 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OutboundMessage, type DeliveryPolicy } from "@nahida/contracts";
+import { DeliveryRepository, createDatabase, type Database, type Delivery } from "@nahida/db";
+import { TypedQueue, createRedis } from "@nahida/queue";
+import type { Redis } from "ioredis";
+import { TEST_REDIS_URL, waitFor } from "../support/infra";
+import { startHarness, type Harness } from "../support/nahida-harness";
+
+/** A short lease: the record retries give up after 2 s and the row is taken over 2 s after its last touch. */
+const LEASE_MS = 2_000;
+
+let nextChat = 720_000_000;
+const newChat = () => ++nextChat;
+
+// Here the ledger refuses the record for longer than the record retries last (the table is
+// renamed away right after Telegram accepts the message): the row must stay `sending` so
+// that its takeover treats the part as one of unknown outcome, following the policy.
+describe("a part the platform accepted but the ledger never recorded (delivery service, Postgres, Redis, fake Telegram)", () => {
+  let h: Harness;
+  let database: Database;
+  let deliveries: DeliveryRepository;
+  let redis: Redis;
+  let outbound: TypedQueue<"outbound">;
+  let admin: pg.Client;
+
+  beforeAll(async () => {
+    h = await startHarness("delivery_uncertain", { NAHIDA_SERVICES: "delivery", NAHIDA_LEASE_MS: String(LEASE_MS) });
+    database = createDatabase({ url: h.databaseUrl, poolSize: 2 });
+    deliveries = new DeliveryRepository(database.prisma);
+    redis = createRedis({ url: TEST_REDIS_URL });
+    outbound = new TypedQueue("outbound", { connection: redis, prefix: h.prefix });
+    admin = new pg.Client({ connectionString: h.databaseUrl });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await outbound?.close();
+    redis?.disconnect();
+    await database?.close();
+    await h?.close();
+  });
+
+  async function sendWithUnrecordableFirstPart(policy: DeliveryPolicy): Promise<{ chat: number; row: Delivery }> {
+    const chat = newChat();
+    h.telegram.afterAccepting(
+      "sendMessage",
+      async () => {
+        await admin.query("ALTER TABLE deliveries RENAME TO deliveries_away");
+        // Longer than the record retries (LEASE_MS), then the ledger is back.
+        setTimeout(() => void admin.query("ALTER TABLE deliveries_away RENAME TO deliveries"), LEASE_MS + 1_000);
+      },
+      { chatId: chat },
+    );
+    const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse({ text: "backup done" }), source: "test", policy });
+    await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
+    const row = await waitFor(
+      async () => {
+        const found = await deliveries.get(created.id).catch(() => null);
+        return found && found.status === "sent" ? found : undefined;
+      },
+      20_000,
+      "the delivery to be sent",
+      100,
+    );
+    return { chat, row };
+  }
+
+  it("at_least_once: the takeover sends the part again and lists it as uncertain", async () => {
+    const { chat, row } = await sendWithUnrecordableFirstPart("at_least_once");
+    expect(row.uncertainParts).toEqual([0]);
+    expect(row.platformMessageIds).toEqual(["2"]);
+    expect(h.telegram.sent(chat).map((c) => c.params.text)).toEqual(["backup done", "backup done"]);
+  });
+
+  it("at_most_once: the takeover does not send the part again and lists it as uncertain", async () => {
+    const { chat, row } = await sendWithUnrecordableFirstPart("at_most_once");
+    expect(row.uncertainParts).toEqual([0]);
+    expect(row.platformMessageIds).toEqual([]);
+    expect(h.telegram.sent(chat).map((c) => c.params.text)).toEqual(["backup done"]);
+  });
+});
