@@ -304,10 +304,30 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     h.telegram.failNext("sendMessage", { network: true }, { chatId: chat });
     const id = await enqueue(`telegram:private:${chat}`, { text: "through a flaky network" });
 
-    expect(outcome(await settled(id))).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["1"], error: null });
+    const done = await settled(id);
+    expect(outcome(done)).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["1"], error: null });
+    // No answer came: Telegram may have taken it, so the resend is listed as uncertain.
+    expect(done.uncertainParts).toEqual([0]);
     const calls = sendsTo(chat, "sendMessage");
     expect(calls).toHaveLength(2);
     expect(calls[1]!.params.text).toBe("through a flaky network");
+  });
+
+  it("does not send a part again after a dropped connection under at_most_once, listing it as uncertain", async () => {
+    const chat = newChat();
+    h.telegram.failNext("sendMessage", { network: true }, { chatId: chat });
+    const created = await deliveries.create({
+      target: `telegram:private:${chat}`,
+      message: OutboundMessage.parse({ text: "charge the card once", attachments: [{ type: "document", fileId: "BQACreceipt" }] }),
+      source: "test",
+      policy: "at_most_once",
+    });
+    await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
+
+    const done = await settled(created.id);
+    expect(outcome(done)).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["1"], error: null });
+    expect(done.uncertainParts).toEqual([0]);
+    expect(sendsTo(chat).map((c) => c.method)).toEqual(["sendMessage", "sendDocument"]);
   });
 
   it("keeps the bot token out of the error stored for a dropped connection", async () => {

@@ -31,6 +31,9 @@ function describeGrammyError(error: GrammyError): string {
  * `retry_after`), 5xx transient, other codes permanent. An answer without a numeric
  * `error_code` says nothing about the cause, so it is retried as transient.
  */
+/** Network error codes that mean the request never reached Telegram. */
+const NEVER_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+
 export function classifyTelegramError(error: unknown): ChannelSendError {
   if (error instanceof ChannelSendError) return error;
   if (error instanceof GrammyError) {
@@ -47,7 +50,12 @@ export function classifyTelegramError(error: unknown): ChannelSendError {
   // the inner error's message does not, so only its code is kept.
   if (error instanceof HttpError) {
     const code = (error.error as { code?: unknown } | undefined)?.code;
-    return new ChannelSendError("transient", `${error.message}${typeof code === "string" ? ` (${code})` : ""}`, {}, { cause: error });
+    // Refused or unresolvable: the request never left. Anything else (reset, timeout) may
+    // have been accepted with its answer lost.
+    const outcomeUnknown = !(typeof code === "string" && NEVER_SENT_CODES.has(code));
+    return new ChannelSendError("transient", `${error.message}${typeof code === "string" ? ` (${code})` : ""}`, outcomeUnknown ? { outcome_unknown: true } : {}, {
+      cause: error,
+    });
   }
   return new ChannelSendError("transient", (error as Error)?.message ?? String(error), {}, { cause: error });
 }

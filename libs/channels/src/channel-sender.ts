@@ -22,7 +22,11 @@ export class ChannelSendError extends Error {
   constructor(
     readonly kind: ChannelErrorKind,
     readonly description: string,
-    readonly details: { error_code?: number; retry_after?: number } = {},
+    /**
+     * `outcome_unknown`: no answer arrived after the request may have reached the platform
+     * (a dropped connection, a timeout), so the part may have been accepted.
+     */
+    readonly details: { error_code?: number; retry_after?: number; outcome_unknown?: boolean } = {},
     options?: { cause?: unknown },
   ) {
     super(description, options);

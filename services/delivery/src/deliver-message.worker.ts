@@ -158,6 +158,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         o.logger.warn(context, "delivery failed permanently");
         return failForGood(deliveryId, failure.description, attempt);
       }
+      if (failure.details.outcome_unknown) await o.deliveries.markOutcomeUnknown(deliveryId, attempt);
       const attempts = job.opts.attempts ?? 1;
       if (job.attemptsMade + 1 >= attempts) await o.deliveries.markFailed(deliveryId, failure.description, attempt);
       else await o.deliveries.markWaiting(deliveryId, attempt, failure.description);

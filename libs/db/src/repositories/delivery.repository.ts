@@ -126,6 +126,20 @@ export class DeliveryRepository {
     return updated === 1;
   }
 
+  /**
+   * The platform call for part `sent_parts` ended without an answer (a dropped connection, a
+   * timeout): it may have been accepted. Lists the part as uncertain and, under
+   * `at_most_once`, counts it as sent so no retry sends it again.
+   */
+  async markOutcomeUnknown(id: string, attempt: number): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE deliveries
+         SET uncertain_parts = array_append(uncertain_parts, sent_parts),
+             sent_parts = CASE WHEN policy = 'at_most_once' THEN sent_parts + 1 ELSE sent_parts END,
+             updated_at = now()
+       WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'`;
+  }
+
   /** Keeps a claim alive while a slow platform call runs; false once the row was taken over. */
   async touch(id: string, attempt: number): Promise<boolean> {
     const updated = await this.prisma.$executeRaw`
