@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { startAgentWorker, type RunningAgentWorker } from "@nahida/agent-worker";
 import { recoveryTimings, systemClock } from "@nahida/contracts";
-import { InboundMessageRepository, createRepositories } from "@nahida/db";
+import { createRepositories } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
 import { createLogger } from "@nahida/observability";
 import { TypedQueue, createRedis } from "@nahida/queue";
@@ -79,23 +79,25 @@ describe("inbound sweep", () => {
     );
   });
 
-  it("routes a stored message whose queue job was lost, and answers it once", async () => {
-    // Stored by an ingress whose enqueue never happened (Redis lost the job).
-    const { id } = await new InboundMessageRepository(t.db.prisma).store({
-      dedupeKey: "update:1",
-      message: {
-        messageId: "17",
-        channel: "telegram",
-        chat: "telegram:private:42",
-        sender: { id: "42", displayName: "Ann", label: "Ann", roles: [], isBot: false },
-        text: "hello?",
-        attachments: [],
-        mentionsBot: true,
-        timestamp: "2026-05-10T08:03:00.000Z",
-      },
-      context: { timestamp: "2026-05-10T08:03:00.000Z", channel: "telegram", chatType: "private", senderLabel: "Ann", roles: [] },
-      raw: {},
-    });
+  it("routes a message an ingress of the previous release stored but whose queue job was lost, and answers it once", async () => {
+    // That ingress stored the row unrouted and left routing to an inbound job Redis lost.
+    const message = {
+      messageId: "17",
+      channel: "telegram",
+      chat: "telegram:private:42",
+      sender: { id: "42", displayName: "Ann", label: "Ann", roles: [], isBot: false },
+      text: "hello?",
+      attachments: [],
+      mentionsBot: true,
+      timestamp: "2026-05-10T08:03:00.000Z",
+    };
+    const context = { timestamp: "2026-05-10T08:03:00.000Z", channel: "telegram", chatType: "private", senderLabel: "Ann", roles: [] };
+    const inserted = await t.db.pool.query<{ id: string }>(
+      `INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, sent_at)
+       VALUES (gen_random_uuid(), 'telegram', 'update:1', '17', 'telegram:private:42', $1, now()) RETURNING id::text AS id`,
+      [JSON.stringify({ message, context })],
+    );
+    const id = inserted.rows[0]!.id;
     const delivery = await waitFor(
       async () => (await t.db.prisma.delivery.findMany({ where: { inboundMessageId: id } }))[0],
       10_000,

@@ -21,12 +21,13 @@ describe("built-in commands end to end", () => {
     h.openai.enqueue({ content: "a very slow answer", delayMs: 8_000 });
     h.telegram.pushUpdate(privateText(chat, "write me an essay"));
     await waitFor(async () => h.openai.requests.some((r) => JSON.stringify(r.body.messages).includes("write me an essay")), 10_000, "the LLM call");
+    // A slow model: after half a second the chat shows "typing…".
+    const typing = await waitFor(async () => h.telegram.callsTo("sendChatAction").find((c) => String(c.params.chat_id) === String(chat)), 5_000, "typing…");
+    expect(typing.params.action).toBe("typing");
     const t0 = Date.now();
     h.telegram.pushUpdate(privateText(chat, "/stop"));
     const [stopped] = await sentTo(h, chat, 1);
     expect(stopped!.params.text).toBe("Stopped the reply in progress.");
-    // While the model was working, the chat showed "typing…".
-    expect(h.telegram.callsTo("sendChatAction").filter((c) => String(c.params.chat_id) === String(chat))[0]?.params.action).toBe("typing");
     expect(Date.now() - t0).toBeLessThan(6_000);
     const turns = await db.query(
       `SELECT t.role, t.content FROM turns t JOIN chats c ON c.current_session_id = t.session_id WHERE c.address = $1 ORDER BY t.seq`,

@@ -26,6 +26,8 @@ describe("Telegram conversation end to end (polling)", () => {
     expect(first!.params.text).toBe("Hello Alice! I can chat and run tools.");
     // Private answers do not quote the user's message.
     expect(first!.params.reply_parameters).toBeUndefined();
+    // The model answered at once: no "typing…" was worth showing.
+    expect(h.telegram.callsTo("sendChatAction")).toEqual([]);
 
     const turns = await db.query(
       `SELECT t.role, t.content, t.metadata FROM turns t JOIN chats c ON c.current_session_id = t.session_id

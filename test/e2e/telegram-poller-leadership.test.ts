@@ -4,6 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import type { Redis } from "ioredis";
 import { startTelegramIngress, type RunningTelegramIngress } from "@nahida/channel-telegram";
+import { InboundMessageRepository } from "@nahida/db";
+import { createIntake } from "@nahida/ingress";
+import { interruptLane, wakeLane } from "@nahida/lanes";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, waitFor, type TestDatabase } from "../support/infra";
@@ -15,7 +18,7 @@ describe("one Telegram poller per bot token across replicas", () => {
   let telegram: FakeTelegram;
   let redis: Redis;
   let prefix: string;
-  let inboundQueue: TypedQueue<"inbound">;
+  let lanesQueue: TypedQueue<"lanes">;
   const logs: string[] = [];
   const logger = pino({ level: "warn" }, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }));
   const replicas: RunningTelegramIngress[] = [];
@@ -25,9 +28,12 @@ describe("one Telegram poller per bot token across replicas", () => {
       token: TEST_BOT_TOKEN,
       apiRoot: telegram.apiRoot,
       mode: "polling",
-      prisma: t.db.prisma,
+      intake: createIntake({
+        inbound: new InboundMessageRepository(t.db.prisma),
+        wake: (laneKey) => wakeLane(lanesQueue, laneKey),
+        interrupt: (laneKey) => interruptLane(redis, prefix, laneKey),
+      }),
       redis,
-      inboundQueue,
       prefix,
       logger,
       pollTimeoutSeconds: 1,
@@ -40,11 +46,11 @@ describe("one Telegram poller per bot token across replicas", () => {
     telegram = await startFakeTelegram();
     redis = createRedis({ url: TEST_REDIS_URL });
     prefix = testQueuePrefix("poller");
-    inboundQueue = new TypedQueue("inbound", { connection: redis, prefix });
+    lanesQueue = new TypedQueue("lanes", { connection: redis, prefix });
   });
   afterAll(async () => {
     for (const r of replicas) await r.stop();
-    await inboundQueue?.close();
+    await lanesQueue?.close();
     redis?.disconnect();
     await telegram?.close();
     await clearQueuePrefix(TEST_REDIS_URL, prefix);

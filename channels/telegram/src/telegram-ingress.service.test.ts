@@ -2,6 +2,9 @@ import { readFileSync } from "node:fs";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
+import { InboundMessageRepository } from "@nahida/db";
+import { createIntake } from "@nahida/ingress";
+import { interruptLane, wakeLane } from "@nahida/lanes";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../../../test/fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "../../../test/support/infra";
@@ -14,7 +17,7 @@ describe("two Telegram instances in one deployment", () => {
   let t: TestDatabase;
   let redis: ReturnType<typeof createRedis>;
   let prefix: string;
-  let inboundQueue: TypedQueue<"inbound">;
+  let lanesQueue: TypedQueue<"lanes">;
   const fakes: FakeTelegram[] = [];
   const ingresses: RunningTelegramIngress[] = [];
   let main: RunningTelegramIngress;
@@ -30,9 +33,12 @@ describe("two Telegram instances in one deployment", () => {
       apiRoot: telegram.apiRoot,
       mode: "webhook",
       ...(channel !== undefined && { channel }),
-      prisma: t.db.prisma,
+      intake: createIntake({
+        inbound: new InboundMessageRepository(t.db.prisma),
+        wake: (laneKey) => wakeLane(lanesQueue, laneKey),
+        interrupt: (laneKey) => interruptLane(redis, prefix, laneKey),
+      }),
       redis,
-      inboundQueue,
       prefix,
       logger,
       webhook: { host: "127.0.0.1", port: 0, secret: SECRET },
@@ -54,14 +60,14 @@ describe("two Telegram instances in one deployment", () => {
     t = await createTestDatabase("telegram_instances");
     redis = createRedis({ url: TEST_REDIS_URL });
     prefix = testQueuePrefix("telegram_instances");
-    inboundQueue = new TypedQueue("inbound", { connection: redis, prefix });
+    lanesQueue = new TypedQueue("lanes", { connection: redis, prefix });
     main = await start(7000000001);
     ops = await start(7000000002, "telegram_ops");
   }, 60_000);
   afterAll(async () => {
     for (const ingress of ingresses) await ingress.stop();
     for (const telegram of fakes) await telegram.close();
-    await inboundQueue?.close();
+    await lanesQueue?.close();
     redis?.disconnect();
     if (prefix) await clearQueuePrefix(TEST_REDIS_URL, prefix);
     await t?.drop();
@@ -78,8 +84,9 @@ describe("two Telegram instances in one deployment", () => {
       { channel: "telegram", dedupe_key: `7000000001:update:${privateText.update_id}`, chat_address: "telegram:private:123456789" },
       { channel: "telegram_ops", dedupe_key: `7000000002:update:${privateText.update_id}`, chat_address: "telegram_ops:private:123456789" },
     ]);
-    const jobs = await inboundQueue.queue.getJobs();
-    expect(jobs.map((job) => job.id).sort()).toEqual(stored.map((row) => row.id).sort());
+    // Each in its own instance's chat lane, woken once: the duplicate wakes nothing.
+    const wakes = await lanesQueue.queue.getJobs();
+    expect(wakes.map((job) => job.data.laneKey).sort()).toEqual(["chat:telegram:private:123456789", "chat:telegram_ops:private:123456789"]);
   });
 
   it("acknowledges an update Postgres refuses and stores nothing for it", async () => {

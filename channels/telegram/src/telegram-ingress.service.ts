@@ -5,26 +5,19 @@ import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings } from "@nahida/contracts";
-import { InboundMessageRepository, type PrismaClient } from "@nahida/db";
 import { errorHandlerPlugin } from "@nahida/http";
-import { createIntake, type Intake } from "@nahida/ingress";
+import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
-import type { TypedQueue } from "@nahida/queue";
-import { ChatAdminsCache } from "./chat-admins.cache";
 import { RedisLeadership } from "@nahida/queue";
+import { ChatAdminsCache } from "./chat-admins.cache";
 import { TelegramPoller } from "./telegram-poller";
 import { TELEGRAM_ALLOWED_UPDATES, createTelegramUpdateHandler } from "./telegram-update.handler";
 import { telegramWebhookRoute } from "./telegram-webhook.route";
 import { DEFAULT_TELEGRAM_CHANNEL, type TelegramBotIdentity } from "./telegram.normalizer";
 
-/** Where updates are stored: a ready intake, or what to build one from. */
-export type TelegramIntakeSource =
-  | { intake: Intake; prisma?: never; inboundQueue?: never }
-  | { intake?: never; prisma: PrismaClient; inboundQueue: TypedQueue<"inbound"> };
-
-export type TelegramIngressOptions = TelegramIngressBaseOptions & TelegramIntakeSource;
-
-export interface TelegramIngressBaseOptions {
+export interface TelegramIngressOptions {
+  /** Where updates are stored and queued (`createIntake`). */
+  intake: Intake;
   token: string;
   apiRoot: string;
   mode: "polling" | "webhook";
@@ -73,8 +66,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
   const api = new Api(o.token, { apiRoot: o.apiRoot });
   const bot = await whoAmI(api);
   const logger = o.logger.child({ bot: bot.username, channel });
-  const intake = o.intake ?? createIntake({ inbound: new InboundMessageRepository(o.prisma), queue: o.inboundQueue });
-  const acceptUpdate = createTelegramUpdateHandler({ bot, channel, intake, admins: new ChatAdminsCache(api) });
+  const acceptUpdate = createTelegramUpdateHandler({ bot, channel, intake: o.intake, admins: new ChatAdminsCache(api) });
 
   if (o.mode === "polling") {
     // Keyed by a hash of the token: one poller per bot, and no token in Redis keys.

@@ -48,6 +48,19 @@ export const InboundCommand = z.object({
 });
 export type InboundCommand = z.infer<typeof InboundCommand>;
 
+/**
+ * Splits `/name@bot args` (prefix configurable) for channels whose ingress does not parse
+ * commands itself; the bot-name check is the ingress's job.
+ */
+export function parseCommand(text: string, prefix = "/"): { name: string; args: string } | null {
+  if (!text.startsWith(prefix)) return null;
+  const match = /^(\S+)\s*([\s\S]*)$/.exec(text.slice(prefix.length));
+  if (!match) return null;
+  const name = match[1]!.split("@")[0]!.toLowerCase();
+  if (!/^[a-z0-9_]{1,32}$/.test(name)) return null;
+  return { name, args: match[2]!.trim() };
+}
+
 /** A platform message normalized by an ingress. */
 export const InboundMessage = z.object({
   /** The platform's message id (Telegram message_id, Milky message_seq). */

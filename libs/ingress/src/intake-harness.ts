@@ -1,32 +1,44 @@
 import { InboundMessageRepository } from "@nahida/db";
-import { TypedQueue, createRedis } from "@nahida/queue";
-import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "../../../test/support/infra";
+import { createTestDatabase, type TestDatabase } from "../../../test/support/infra";
 import { createIntake, type Intake } from "./intake";
 
-/** A real intake on a fresh database and queue prefix, for tests. */
+/** A real intake on a fresh database, recording the lanes it wakes and interrupts, for tests. */
 export interface IntakeHarness {
   t: TestDatabase;
-  queue: TypedQueue<"inbound">;
   inbound: InboundMessageRepository;
   intake: Intake;
+  /** Lane keys woken, in order. */
+  wakes: string[];
+  /** Lane keys interrupted (a `/stop`), in order. */
+  interrupts: string[];
+  /** Lane items of kind `inbound` that refer to the message. */
+  laneItemsOf(inboundMessageId: string): Promise<{ lane_key: string; seq: string }[]>;
   close(): Promise<void>;
 }
 
 export async function startIntakeHarness(label: string): Promise<IntakeHarness> {
   const t = await createTestDatabase(label);
-  const redis = createRedis({ url: TEST_REDIS_URL });
-  const prefix = testQueuePrefix(label);
-  const queue = new TypedQueue("inbound", { connection: redis, prefix });
   const inbound = new InboundMessageRepository(t.db.prisma);
+  const wakes: string[] = [];
+  const interrupts: string[] = [];
   return {
     t,
-    queue,
     inbound,
-    intake: createIntake({ inbound, queue }),
+    wakes,
+    interrupts,
+    intake: createIntake({
+      inbound,
+      wake: async (laneKey) => void wakes.push(laneKey),
+      interrupt: async (laneKey) => void interrupts.push(laneKey),
+    }),
+    async laneItemsOf(inboundMessageId) {
+      const rows = await t.db.pool.query<{ lane_key: string; seq: string }>(
+        "SELECT lane_key, seq::text AS seq FROM lane_items WHERE kind = 'inbound' AND ref_id = $1 ORDER BY seq",
+        [inboundMessageId],
+      );
+      return rows.rows;
+    },
     async close() {
-      await queue.close();
-      redis.disconnect();
-      await clearQueuePrefix(TEST_REDIS_URL, prefix);
       await t.drop();
     },
   };

@@ -5,7 +5,7 @@ import { startIntakeHarness, type IntakeHarness } from "./intake-harness";
 
 const TIMESTAMP = "2026-05-10T06:03:00.000Z";
 
-function candidate(dedupeKey: string, text = "hello"): IntakeCandidate {
+function candidate(dedupeKey: string, text = "hello", chat = "testchat:private:42", extra: Partial<IntakeCandidate["message"]> = {}): IntakeCandidate {
   return {
     channel: "testchat",
     accountId: "bot-1",
@@ -13,12 +13,13 @@ function candidate(dedupeKey: string, text = "hello"): IntakeCandidate {
     message: {
       messageId: "1",
       channel: "testchat",
-      chat: "testchat:private:42",
+      chat,
       sender: { id: "42", displayName: "Alice", label: "Alice", roles: [], isBot: false },
       text,
       attachments: [],
-      mentionsBot: true,
+      mentionsBot: chat.includes(":private:"),
       timestamp: TIMESTAMP,
+      ...extra,
     },
     context: { timestamp: TIMESTAMP, channel: "testchat", chatType: "private", senderLabel: "Alice", roles: [] },
     raw: { id: dedupeKey },
@@ -41,14 +42,55 @@ describe("createIntake", () => {
     await h?.close();
   });
 
-  const jobCount = async () => (await h.queue.queue.getJobs()).length;
-
-  it("answers unstorable, and enqueues nothing, when Postgres refuses the data", async () => {
-    const before = await jobCount();
+  it("answers unstorable, and wakes nothing, when Postgres refuses the data", async () => {
+    const before = h.wakes.length;
     // A lone surrogate survives JSON.stringify as an escape that jsonb rejects.
     const outcome = await h.intake.accept(candidate("lone-surrogate", "bad \ud800"));
     expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("22P02") });
-    expect(await jobCount()).toBe(before);
+    expect(h.wakes.length).toBe(before);
+  });
+
+  it("puts a private message in its chat's lane in the statement that stores it, and wakes the lane", async () => {
+    const outcome = await h.intake.accept(candidate("lane:1", "hi", "testchat:private:501"));
+    if (outcome.kind !== "stored") throw new Error(outcome.kind);
+    expect((await h.laneItemsOf(outcome.inboundMessageId)).map((i) => i.lane_key)).toEqual(["chat:testchat:private:501"]);
+    expect(h.wakes.at(-1)).toBe("chat:testchat:private:501");
+    const chat = await h.t.db.pool.query("SELECT channel, trigger_mode FROM chats WHERE address = 'testchat:private:501'");
+    expect(chat.rows).toEqual([{ channel: "testchat", trigger_mode: "mention" }]);
+  });
+
+  it("numbers a lane's messages in the order they were stored, also when they arrive at once", async () => {
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => h.intake.accept(candidate(`burst:${i}`, `m${i}`, "testchat:private:502"))));
+    const seqs = await Promise.all(outcomes.map(async (o) => (o.kind === "stored" ? (await h.laneItemsOf(o.inboundMessageId))[0]!.seq : "none")));
+    // One position each, none skipped: the lane row's lock orders them as they commit.
+    const numbers = seqs.map(Number).sort((x, y) => x - y);
+    expect(numbers).toEqual(Array.from({ length: 20 }, (_, i) => numbers[0]! + i));
+  });
+
+  it("keeps an unaddressed group message out of the lane unless the chat's trigger mode is always", async () => {
+    const group = "testchat:group:-900";
+    const quiet = await h.intake.accept(candidate("group:1", "just chatting", group));
+    if (quiet.kind !== "stored") throw new Error(quiet.kind);
+    expect(await h.laneItemsOf(quiet.inboundMessageId)).toEqual([]);
+    await h.t.db.pool.query("UPDATE chats SET trigger_mode = 'always' WHERE address = $1", [group]);
+    const heard = await h.intake.accept(candidate("group:2", "still chatting", group));
+    if (heard.kind !== "stored") throw new Error(heard.kind);
+    expect(await h.laneItemsOf(heard.inboundMessageId)).toHaveLength(1);
+    const mention = await h.intake.accept(candidate("group:3", "@bot hi", "testchat:group:-901", { mentionsBot: true }));
+    if (mention.kind !== "stored") throw new Error(mention.kind);
+    expect(await h.laneItemsOf(mention.inboundMessageId)).toHaveLength(1);
+  });
+
+  it("interrupts the lane for a /stop before waking it, and never queues a command for another bot", async () => {
+    const stop = await h.intake.accept(candidate("cmd:1", "/stop", "testchat:private:503"));
+    if (stop.kind !== "stored") throw new Error(stop.kind);
+    expect(h.interrupts).toEqual(["chat:testchat:private:503"]);
+    const other = await h.intake.accept(
+      candidate("cmd:2", "/help@otherbot", "testchat:group:-902", { command: { name: "help", args: "", addressedToOther: true } }),
+    );
+    if (other.kind !== "stored") throw new Error(other.kind);
+    expect(await h.laneItemsOf(other.inboundMessageId)).toEqual([]);
+    expect(h.interrupts).toHaveLength(1);
   });
 
   it("answers unstorable for a candidate whose parts name another channel", async () => {
@@ -93,7 +135,7 @@ describe("createIntake", () => {
   it("throws when Postgres is unreachable, so the platform is not acknowledged", async () => {
     const down = createDatabase({ url: "postgresql://postgres@127.0.0.1:1/nahida_unreachable", poolSize: 1 });
     try {
-      const unreachable = createIntake({ inbound: new InboundMessageRepository(down.prisma), queue: h.queue });
+      const unreachable = createIntake({ inbound: new InboundMessageRepository(down.prisma), wake: async () => undefined, interrupt: async () => undefined });
       await expect(unreachable.accept(candidate("outage"))).rejects.toThrow();
     } finally {
       await down.close();

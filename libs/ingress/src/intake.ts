@@ -1,6 +1,5 @@
-import { InboundMessage, MessageContext, parseChatAddress } from "@nahida/contracts";
-import { isDataError, type InboundMessageRepository } from "@nahida/db";
-import type { TypedQueue } from "@nahida/queue";
+import { InboundMessage, MessageContext, parseChatAddress, parseCommand } from "@nahida/contracts";
+import { isDataError, laneKeyForChat, type InboundMessageRepository, type LaneAppend } from "@nahida/db";
 
 /** One normalized platform event, ready to be stored. */
 export interface IntakeCandidate {
@@ -38,14 +37,21 @@ export type IntakeOutcome =
 
 export interface IntakeOptions {
   inbound: Pick<InboundMessageRepository, "store">;
-  queue: TypedQueue<"inbound">;
+  /** Wakes a lane that was given an item (`LaneProducer.wake`). */
+  wake(laneKey: string): Promise<void>;
+  /**
+   * Interrupts the run in progress in a lane at once (a `/stop`): the lane itself would only
+   * reach the command after the run it is meant to stop.
+   */
+  interrupt(laneKey: string): Promise<void>;
 }
 
 export interface Intake {
   /**
-   * Stores the candidate and enqueues `inbound/message.received`; resolves only when both are
-   * done, so the caller may then acknowledge the platform. Rejects on an outage (Postgres or
-   * Redis unreachable): the platform must then deliver the event again.
+   * Stores the candidate, in its chat's lane when the agent should see it, and wakes the
+   * lane; resolves only when both are done, so the caller may then acknowledge the
+   * platform. Rejects on an outage (Postgres or Redis unreachable): the platform must then
+   * deliver the event again.
    */
   accept(candidate: IntakeCandidate): Promise<IntakeOutcome>;
 }
@@ -67,10 +73,24 @@ export function stripNul<T>(value: T, seen = new WeakMap<object, unknown>()): T 
 }
 
 /**
+ * Whether the agent sees a message: in private chats always; in groups when it mentions the
+ * bot, replies to it or is a command, or else when the chat's trigger mode is `always`
+ * (read in the store statement); never a command for another bot.
+ */
+function laneAppend(message: InboundMessage, chatType: string): { append: LaneAppend; command: { name: string } | null } {
+  const command = message.command ?? parseCommand(message.text.trim());
+  if (message.command?.addressedToOther) return { append: "never", command };
+  const addressed = chatType === "private" || message.mentionsBot || command !== null;
+  return { append: addressed ? "always" : "if_trigger_always", command };
+}
+
+/**
  * The one path every inbound event takes into Nahida, whatever its channel. De-duplication
  * is per (channel, account, dedupeKey): two bots of one instance, or two instances, never
- * swallow each other's events. A redelivered event is stored once; its job is added again
- * under the row id, which BullMQ ignores while the first exists and the lane ignores after.
+ * swallow each other's events. The message goes into its lane in the statement that stores
+ * it, so a session's messages run in the ingress's commit order. A redelivered event is
+ * stored and queued once; a wake lost in a crash after the commit is found by the lane
+ * sweeper.
  */
 export function createIntake(options: IntakeOptions): Intake {
   return {
@@ -78,27 +98,35 @@ export function createIntake(options: IntakeOptions): Intake {
       const clean = stripNul(candidate);
       const checked = checkCandidate(clean);
       if (checked.kind === "unstorable") return checked;
+      const laneKey = laneKeyForChat(checked.message.chat);
+      const { append, command } = laneAppend(checked.message, checked.chatType);
       let stored;
       try {
-        stored = await options.inbound.store({
-          dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
-          // Keys were not scoped by account before this release.
-          legacyDedupeKey: clean.dedupeKey,
-          message: checked.message,
-          context: checked.context,
-          raw: clean.raw,
-        });
+        stored = await options.inbound.store(
+          {
+            dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
+            // Keys were not scoped by account before this release.
+            legacyDedupeKey: clean.dedupeKey,
+            message: checked.message,
+            context: checked.context,
+            raw: clean.raw,
+          },
+          { key: laneKey, append },
+        );
       } catch (error) {
         if (!isDataError(error)) throw error;
         return { kind: "unstorable", reason: `Postgres refused the data: ${postgresMessage(error)}` };
       }
-      await options.queue.add("message.received", { inboundMessageId: stored.id }, { jobId: stored.id });
+      if (stored.queued) {
+        if (command?.name === "stop") await options.interrupt(laneKey);
+        await options.wake(laneKey);
+      }
       return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
     },
   };
 }
 
-type Checked = { kind: "valid"; message: InboundMessage; context: MessageContext } | { kind: "unstorable"; reason: string };
+type Checked = { kind: "valid"; message: InboundMessage; context: MessageContext; chatType: string } | { kind: "unstorable"; reason: string };
 
 // Adapters are typed, but a candidate reaching the ledger must hold the contract at run time:
 // the agent worker parses these rows back and cannot recover a malformed one.
@@ -112,10 +140,10 @@ function checkCandidate(candidate: IntakeCandidate): Checked {
   if (!context.success) return unstorable(`context breaks the MessageContext contract: ${context.error.issues[0]?.message ?? "invalid"}`);
   const address = parseChatAddress(message.data.chat);
   const channels = [message.data.channel, context.data.channel, address.ok ? address.value.channel : undefined];
-  if (channels.some((channel) => channel !== candidate.channel)) {
+  if (!address.ok || channels.some((channel) => channel !== candidate.channel)) {
     return unstorable(`message, context and chat address must all be of channel ${JSON.stringify(candidate.channel)}`);
   }
-  return { kind: "valid", message: message.data, context: context.data };
+  return { kind: "valid", message: message.data, context: context.data, chatType: address.value.type };
 }
 
 // Prisma wraps the driver's error in text about the query invocation; the driver's part is the useful one.

@@ -85,7 +85,23 @@ export interface LaneRuntimeOptions {
   shutdownGraceMs?: number;
 }
 
-/** Producer side: append work to a lane and wake it. Used by ingress and by the agent. */
+/**
+ * Wakes a lane. One waiting wake per lane is enough: a wake added while another is active
+ * is kept as the single follow-up (BullMQ `keepLastIfActive`), the rest are dropped.
+ */
+export async function wakeLane(wakeQueue: TypedQueue<"lanes">, laneKey: string): Promise<void> {
+  await wakeQueue.add("lane.wake", { laneKey }, { deduplication: { id: laneKey, keepLastIfActive: true } });
+}
+
+/** Pub/sub channel on which an interrupt (`/stop`) reaches whichever worker runs the lane. */
+export const laneInterruptChannel = (prefix: string) => `${prefix}:lanes:abort`;
+
+/** Aborts the run in progress in a lane, wherever it runs (its worker subscribes to {@link laneInterruptChannel}). */
+export async function interruptLane(redis: Redis, prefix: string, laneKey: string): Promise<void> {
+  await redis.publish(laneInterruptChannel(prefix), laneKey);
+}
+
+/** Producer side: append work to a lane and wake it. Used by the agent and by tests. */
 export class LaneProducer {
   private readonly store: LaneStore;
 
@@ -106,12 +122,8 @@ export class LaneProducer {
     return result;
   }
 
-  /**
-   * One waiting wake per lane is enough: a wake added while another is active is kept as
-   * the single follow-up (BullMQ `keepLastIfActive`), the rest are dropped.
-   */
   async wake(laneKey: string): Promise<void> {
-    await this.wakeQueue.add("lane.wake", { laneKey }, { deduplication: { id: laneKey, keepLastIfActive: true } });
+    await wakeLane(this.wakeQueue, laneKey);
   }
 
   async setMode(laneKey: string, mode: LaneMode): Promise<void> {

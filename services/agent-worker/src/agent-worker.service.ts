@@ -2,7 +2,7 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
-import { LaneProducer, LaneRuntime } from "@nahida/lanes";
+import { LaneProducer, LaneRuntime, laneInterruptChannel } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import type { Outbox } from "@nahida/outbox";
 import { createConsumer, type TypedQueue } from "@nahida/queue";
@@ -61,7 +61,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   const logger = o.logger;
   const { inbound, sessions, turns } = o.repositories;
   const laneProducer = new LaneProducer(o.db, o.queues.lanes);
-  const abortChannel = `${o.prefix}:lanes:abort`;
+  const abortChannel = laneInterruptChannel(o.prefix);
   const owned: Redis[] = [];
   const connection = (purpose: string) => {
     const redis = o.createConnection(purpose);

@@ -9,6 +9,7 @@ import { ChannelRegistry } from "@nahida/channels";
 import { startDelivery } from "@nahida/delivery";
 import { startGateway } from "@nahida/gateway";
 import { createIntake } from "@nahida/ingress";
+import { interruptLane, wakeLane } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import { createQueues, createRedis } from "@nahida/queue";
 import { startChannelIngress } from "./channel-ingress";
@@ -70,7 +71,11 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     clock,
     ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
   });
-  const intake = createIntake({ inbound: repositories.inbound, queue: queues.inbound });
+  const intake = createIntake({
+    inbound: repositories.inbound,
+    wake: (laneKey) => wakeLane(queues.lanes, laneKey),
+    interrupt: (laneKey) => interruptLane(redis, prefix, laneKey),
+  });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
     const ingress = await startChannelIngress(name, env.channels, {
       intake,

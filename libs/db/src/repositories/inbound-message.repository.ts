@@ -5,7 +5,16 @@ export interface StoredInbound {
   id: string;
   /** False when the platform delivered this message before (same channel and dedupe key). */
   created: boolean;
+  /** True when this call put the message in its lane (the lane needs a wake). */
+  queued: boolean;
 }
+
+/**
+ * Whether a stored message goes into its chat's lane: `always` (a private chat, a mention,
+ * a command), `if_trigger_always` (a group message nobody addressed: only when the chat's
+ * trigger mode is `always`), `never` (a command for another bot).
+ */
+export type LaneAppend = "always" | "if_trigger_always" | "never";
 
 export interface InboundRecord {
   id: string;
@@ -22,11 +31,18 @@ export class InboundMessageRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   /**
-   * Idempotent per (channel, dedupeKey): a redelivered event returns the first row's id.
-   * `legacyDedupeKey` is the key the same event had before keys carried the account; a row
-   * stored under it within the last day (Telegram redelivers for at most that long) counts
-   * as the same event, so a redelivery across the upgrade is not answered twice. One
-   * statement; the lookup uses the unique index. Drop it the release after.
+   * Stores a platform message and, in the same statement, puts it in its chat's lane: the
+   * lane row's sequence is taken under its row lock, so a lane's order is the ingress's
+   * commit order and no queue hop can reorder it (docs/lanes.md). The chat row is created
+   * on first contact (its display name kept current), and the chat's trigger mode is read
+   * in the same statement for `lane.append = "if_trigger_always"` (a group message that
+   * mentions nobody goes in only when the chat answers everything).
+   *
+   * Idempotent per (channel, dedupeKey): a redelivered event returns the first row's id and
+   * appends nothing. `legacyDedupeKey` is the key the same event had before keys carried
+   * the account; a row stored under it within the last day (Telegram redelivers for at most
+   * that long) counts as the same event, so a redelivery across the upgrade is not answered
+   * twice. The lookup uses the unique index. Drop it the release after.
    */
   async store(
     input: {
@@ -36,13 +52,14 @@ export class InboundMessageRepository {
       context: MessageContext;
       raw: unknown;
     },
+    lane: { key: string; append: LaneAppend },
     tx?: Tx,
   ): Promise<StoredInbound> {
     const db = tx ?? this.prisma;
     const { message } = input;
     // `extra.command` is written too for one release, for agent workers of the previous version.
     const body = { message, context: input.context, ...(message.command ? { extra: { command: message.command } } : {}) };
-    const rows = await db.$queryRaw<{ id: string; created: boolean }[]>`
+    const rows = await db.$queryRaw<{ id: string; created: boolean; lane_seq: bigint | null }[]>`
       WITH legacy AS (
         SELECT id FROM inbound_messages
          WHERE ${input.legacyDedupeKey ?? null}::text IS NOT NULL
@@ -50,20 +67,43 @@ export class InboundMessageRepository {
            AND received_at > now() - interval '1 day'
          LIMIT 1
       ), inserted AS (
-        INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at)
+        INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at, routed_at)
         SELECT gen_random_uuid(), ${message.channel}::text, ${input.dedupeKey}::text, ${message.messageId}::text, ${message.chat}::text,
                ${JSON.stringify(body)}::jsonb, ${input.raw === undefined ? null : JSON.stringify(input.raw)}::jsonb,
-               ${new Date(message.timestamp)}::timestamptz
+               ${new Date(message.timestamp)}::timestamptz, now()
          WHERE NOT EXISTS (SELECT 1 FROM legacy)
         ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
-        RETURNING id::text AS id, (xmax = 0) AS created
+        RETURNING id, (xmax = 0) AS created
+      ), chat AS (
+        INSERT INTO chats (address, channel, display_name)
+        SELECT ${message.chat}::text, ${message.channel}::text, ${message.chatDisplayName ?? null}::text FROM inserted WHERE inserted.created
+        ON CONFLICT (address) DO UPDATE SET display_name = EXCLUDED.display_name, updated_at = now()
+         WHERE EXCLUDED.display_name IS NOT NULL AND chats.display_name IS DISTINCT FROM EXCLUDED.display_name
+        RETURNING trigger_mode
+      ), trigger AS (
+        SELECT trigger_mode FROM chat
+        UNION ALL
+        SELECT trigger_mode FROM chats WHERE address = ${message.chat}::text
+      ), lane AS (
+        INSERT INTO lanes (key, last_seq, updated_at)
+        SELECT ${lane.key}::text, 1, now() FROM inserted
+         WHERE inserted.created
+           AND (${lane.append}::text = 'always'
+                OR (${lane.append}::text = 'if_trigger_always' AND EXISTS (SELECT 1 FROM trigger WHERE trigger_mode = 'always')))
+        ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
+        RETURNING last_seq
+      ), item AS (
+        INSERT INTO lane_items (id, lane_key, seq, kind, ref_id)
+        SELECT gen_random_uuid(), ${lane.key}::text, lane.last_seq, 'inbound', inserted.id::text FROM lane, inserted
+        ON CONFLICT (kind, ref_id) DO NOTHING
+        RETURNING seq
       )
-      SELECT id, created FROM inserted
+      SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq FROM inserted
       UNION ALL
-      SELECT id::text, false FROM legacy`;
+      SELECT id::text, false, NULL FROM legacy`;
     const row = rows[0];
     if (!row) throw new Error("inbound insert returned no row");
-    return row;
+    return { id: row.id, created: row.created, queued: row.lane_seq !== null };
   }
 
   async get(id: string, tx?: Tx): Promise<InboundRecord | null> {

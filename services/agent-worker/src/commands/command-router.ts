@@ -1,4 +1,6 @@
-import type { OutboundMessage } from "@nahida/contracts";
+import { parseCommand, type OutboundMessage } from "@nahida/contracts";
+
+export { parseCommand };
 
 /** What a command handler may return: text (sent as a reply), a full message, or nothing. */
 export type CommandResult = string | Partial<OutboundMessage> | undefined | void;
@@ -22,16 +24,6 @@ export type CommandOutcome =
   | { kind: "handled"; reply: Partial<OutboundMessage> | null }
   | { kind: "not_a_command" }
   | { kind: "failed"; reply: Partial<OutboundMessage>; error: string };
-
-/** Splits `/name@bot args` (prefix configurable); the bot-name check is the ingress's job. */
-export function parseCommand(text: string, prefix = "/"): { name: string; args: string } | null {
-  if (!text.startsWith(prefix)) return null;
-  const match = /^(\S+)\s*([\s\S]*)$/.exec(text.slice(prefix.length));
-  if (!match) return null;
-  const name = match[1]!.split("@")[0]!.toLowerCase();
-  if (!/^[a-z0-9_]{1,32}$/.test(name)) return null;
-  return { name, args: match[2]!.trim() };
-}
 
 /**
  * Matches commands before the agent. A hit never reaches the LLM; a miss (unknown

@@ -38,6 +38,8 @@ export interface SessionRunHandlerOptions {
 }
 
 const TYPING_RENEW_MS = 4_000;
+/** A model that answers faster than this shows no "typing…" at all. */
+const TYPING_AFTER_MS = 500;
 
 /** Key marking that a lane's run was stopped, read by the `/stop` that caused it. */
 export const stoppedKey = (prefix: string, laneKey: string) => `${prefix}:lanes:stopped:${laneKey}`;
@@ -186,14 +188,22 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     }
 
     /**
-     * "typing…" in the chat while the model works: platforms show it for about 5 s, so it
-     * is renewed every 4 s. Best effort; a failure to enqueue it is ignored.
+     * "typing…" in the chat while the model works, once it has worked for TYPING_AFTER_MS:
+     * a fast answer needs none, and a job per message would double the queue traffic.
+     * Platforms show it for about 5 s, so it is renewed every 4 s. Best effort; a failure to
+     * enqueue it is ignored.
      */
     function showTyping(): () => void {
       const send = () => void o.outbound.add("chat.action", { target: chatAddress, action: "typing" }).catch(() => undefined);
-      send();
-      const timer = setInterval(send, TYPING_RENEW_MS);
-      return () => clearInterval(timer);
+      let renew: ReturnType<typeof setInterval> | undefined;
+      const first = setTimeout(() => {
+        send();
+        renew = setInterval(send, TYPING_RENEW_MS);
+      }, TYPING_AFTER_MS);
+      return () => {
+        clearTimeout(first);
+        clearInterval(renew);
+      };
     }
 
     async function answerMessages(batch: InboundRecord[]): Promise<void> {
