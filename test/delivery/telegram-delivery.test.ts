@@ -192,11 +192,20 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
    * `sending` with one part recorded, long enough ago that its claim has gone stale. Then
    * its job runs again.
    */
-  async function diedAfterFirstPart(chat: number, message: Partial<OutboundMessage>, options: { expiresAt?: Date; policy?: "at_most_once" } = {}) {
-    const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse(message), source: "test", ...options });
-    const claim = (await deliveries.begin(created.id, 10_000))!;
+  async function diedAfterFirstPart(chat: number, message: Partial<OutboundMessage>, options: { pastTtl?: boolean; policy?: "at_most_once" } = {}) {
+    const created = await deliveries.create({
+      target: `telegram:private:${chat}`,
+      message: OutboundMessage.parse(message),
+      source: "test",
+      ...(options.policy ? { policy: options.policy } : {}),
+    });
+    const claim = await deliveries.claim(created.id, 10_000);
+    if (claim.kind !== "claimed") throw new Error(claim.kind);
     await deliveries.recordPart(created.id, claim.attempt, 0, "555", false);
-    await database.pool.query("UPDATE deliveries SET updated_at = now() - interval '2 minutes' WHERE id = $1", [created.id]);
+    await database.pool.query(
+      "UPDATE deliveries SET updated_at = now() - interval '2 minutes', expires_at = CASE WHEN $2 THEN now() - interval '1 second' ELSE expires_at END WHERE id = $1",
+      [created.id, options.pastTtl ?? false],
+    );
     await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
     return settled(created.id);
   }
@@ -206,7 +215,7 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     const done = await diedAfterFirstPart(
       chat,
       { text: "already out", attachments: [{ type: "photo", fileId: "AgACinterrupted" }] },
-      { expiresAt: new Date(Date.now() - 1_000) },
+      { pastTtl: true },
     );
     expect(outcome(done)).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["555", "1"], error: null });
     // It may have been sending the photo when it died: at_least_once sends it, marked uncertain.
@@ -435,7 +444,8 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     const before = h.telegram.calls.length;
     const id = await enqueue("milky:group:1", { text: "to a channel this deployment lacks" });
 
-    expect(outcome(await settled(id))).toEqual({ status: "failed", attempts: 0, platformMessageIds: [], error: 'no channel "milky" is registered' });
+    // The claim that finds out counts as the one attempt; nothing reached any platform.
+    expect(outcome(await settled(id))).toEqual({ status: "failed", attempts: 1, platformMessageIds: [], error: 'no channel "milky" is registered' });
     const job = await finishedJob(id);
     expect(await job.getState()).toBe("failed");
     expect(job.attemptsMade).toBe(1);

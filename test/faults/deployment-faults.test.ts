@@ -51,9 +51,17 @@ describe("a deployment of separate processes under SIGKILLs, a Redis wipe and a 
       timeoutMs,
       "every message to be answered",
       250,
-    ).catch((error: Error) => {
+    ).catch(async (error: Error) => {
       const r = replies(chats);
-      throw new Error(`${error.message}; unanswered: ${tokens.filter((token) => !r.answeredAt.has(token)).join(" ")}\n${d.crashes.join("\n")}`);
+      const unanswered = tokens.filter((token) => !r.answeredAt.has(token));
+      // Where each unanswered message got to: stored? in a lane? in which state?
+      const trail = await d.t.db.pool.query(
+        `SELECT m.message->'message'->>'text' AS text, m.routed_at IS NOT NULL AS routed, li.status, li.attempts, li.error, lr.status AS run_status
+           FROM inbound_messages m LEFT JOIN lane_items li ON li.ref_id = m.id::text LEFT JOIN lane_runs lr ON lr.id = li.run_id
+          WHERE m.message->'message'->>'text' = ANY($1)`,
+        [unanswered.map((token) => `note ${token}`)],
+      );
+      throw new Error(`${error.message}; unanswered: ${unanswered.join(" ")}\n${JSON.stringify(trail.rows)}\n${d.crashes.join("\n")}`);
     });
   }
 

@@ -4,6 +4,7 @@ import { startHarness, TEST_BOT_TOKEN, type Harness } from "../support/nahida-ha
 import { TEST_REDIS_URL, waitFor } from "../support/infra";
 import { freePort } from "../support/ports";
 import { spawnTsProcess, type SpawnedProcess } from "../support/processes";
+import { TOKEN_CACHE_MS } from "@nahida/gateway";
 import { apiClient } from "./api-client";
 
 const ADMIN = "test-admin-token-replicas-0123456789";
@@ -60,5 +61,21 @@ describe("Idempotency-Key across two gateway processes", () => {
     } finally {
       await db.end();
     }
+  });
+
+  it("stops accepting a token revoked through one replica on the other within the token cache time", async () => {
+    const admin = apiClient(h.nahida.gatewayAddress!, ADMIN);
+    const created = await admin("POST", "/api/tokens", { name: "short-lived", scopes: ["read"] });
+    const onSecond = apiClient(secondBase, created.body.token);
+    // A token created on one replica works on the other at once (misses are never cached).
+    expect((await onSecond("GET", "/api/sessions")).status).toBe(200);
+    const onFirst = apiClient(h.nahida.gatewayAddress!, created.body.token);
+    expect((await onFirst("GET", "/api/sessions")).status).toBe(200);
+    await admin("DELETE", `/api/tokens/${created.body.id}`);
+    const revokedAt = Date.now();
+    // On the replica that revoked it: at once, though it had the token cached.
+    expect((await onFirst("GET", "/api/sessions")).status).toBe(401);
+    await waitFor(async () => (await onSecond("GET", "/api/sessions")).status === 401, 10_000, "the other replica to refuse it", 100);
+    expect(Date.now() - revokedAt).toBeLessThan(TOKEN_CACHE_MS + 1_000);
   });
 });

@@ -68,6 +68,8 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
     OPENAI_API_KEY: "test-key",
     OPENAI_MODEL: "fake-model",
     NAHIDA_SHUTDOWN_TIMEOUT_MS: "3000",
+    // Several deployments may run at once in the suite, under Postgres' 100 connections.
+    DATABASE_POOL_SIZE: "4",
     // Info prints the "nahida started" line the spawn waits for.
     LOG_LEVEL: "info",
     ...env,

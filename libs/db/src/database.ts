@@ -80,3 +80,26 @@ export function isDataError(error: unknown): boolean {
   const code = meta?.driverAdapterError?.cause?.originalCode ?? (error as { code?: unknown } | null)?.code;
   return typeof code === "string" && /^2[23][0-9A-Z]{3}$/.test(code);
 }
+
+/** SQLSTATE classes and codes that mean the database (not the statement) failed. */
+const OUTAGE_CODE = /^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P0[1-3])$/;
+const OUTAGE_NODE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "P1001", "P1002", "P1008", "P1017", "P2024"]);
+const OUTAGE_MESSAGE =
+  /Connection terminated|connection (is )?closed|terminating connection|too many clients|timeout exceeded when trying to connect|Can't reach database server|Reached the max retries per request limit|Connection is closed/i;
+
+/**
+ * True when `error` says Postgres or Redis could not be reached or dropped the connection
+ * (a restart, a full connection table): an outage to wait out, not a fault of the work at
+ * hand. Looks through Prisma's wrapping and the error's causes.
+ */
+export function isOutage(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const meta = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown } } } }).meta;
+    const codes = [meta?.driverAdapterError?.cause?.originalCode, (e as { code?: unknown }).code];
+    if (codes.some((code) => typeof code === "string" && (OUTAGE_CODE.test(code) || OUTAGE_NODE_CODES.has(code)))) return true;
+    const kind = meta?.driverAdapterError?.cause?.kind;
+    if (typeof kind === "string" && /NotReachable|ConnectionClosed|TooManyConnections|SocketTimeout/i.test(kind)) return true;
+    if (e instanceof Error && OUTAGE_MESSAGE.test(e.message)) return true;
+  }
+  return false;
+}

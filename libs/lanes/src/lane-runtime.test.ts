@@ -151,6 +151,23 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     expect(p1).toMatchObject({ status: "failed", attempts: 3, error: "always fails" });
   });
 
+  it("an outage does not count as an attempt: a message that meets five in a row is still answered", async () => {
+    const lane = "test:private:outage";
+    let outages = 0;
+    handler = async (run) => {
+      if (outages < 5) {
+        outages++;
+        throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+      }
+      runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
+    };
+    await producer.append(lane, "event", "o1");
+    await waitFor(async () => runs.some((r) => r.laneKey === lane), 20_000, "o1 to run");
+    expect(runs.find((r) => r.laneKey === lane)).toEqual({ laneKey: lane, refs: ["o1"], attempts: [1] });
+    const o1 = await t.db.prisma.laneItem.findFirst({ where: { refId: "o1" } });
+    expect(o1).toMatchObject({ status: "done" });
+  });
+
   it("a commit after the lease was taken over is refused and writes nothing", async () => {
     const store = new LaneStore(t.db);
     const lane = "test:private:fence";

@@ -1,6 +1,6 @@
 import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Tx } from "@nahida/db";
+import { isOutage, type Tx } from "@nahida/db";
 import { recoveryTimings, type LaneMode, type RecoveryTimings } from "@nahida/contracts";
 import { createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
 import { startLaneSweeper } from "./lane.sweeper";
@@ -345,6 +345,13 @@ export class LaneRuntime {
         return { kind: "handed-back" };
       }
       const message = error instanceof Error ? error.message : String(error);
+      if (isOutage(error)) {
+        // Postgres or Redis is away: not the items' fault, so the attempt does not count
+        // (a few outages in a row must not give up on a message). Try again after a pause.
+        this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run hit an outage; handed back");
+        await this.store.handBack(lease, runId);
+        return { kind: "failed", retryInMs: this.o.retryBackoffMs };
+      }
       this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run failed");
       const attempt = Math.max(...items.map((i) => i.attempts));
       const retryInMs = this.o.retryBackoffMs * 2 ** (attempt - 1);

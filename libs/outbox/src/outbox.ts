@@ -127,7 +127,8 @@ export class Outbox {
       const existing = await this.o.deliveries.findByIdempotencyKey(request.idempotencyKey);
       if (existing) return this.replay(existing, request);
     }
-    const written = await this.o.transaction((t) => this.write(request, t));
+    // A lone insert is atomic by itself; only the session event needs a transaction with it.
+    const written = request.recordEvent ? await this.o.transaction((t) => this.write(request, t)) : await this.write(request);
     if (written.ok && written.value.created) await this.dispatch([written.value.delivery.id]);
     return written;
   }
@@ -137,7 +138,7 @@ export class Outbox {
    * calls, and writes it in the run's fenced commit). Returns a conflict when the
    * idempotency key was used with another request.
    */
-  async write(request: OutboxRequest, tx: Tx): Promise<Result<OutboxSent, OutboxError>> {
+  async write(request: OutboxRequest, tx?: Tx): Promise<Result<OutboxSent, OutboxError>> {
     const input = {
       id: request.deliveryId ?? randomUUID(),
       target: request.target,
@@ -151,7 +152,9 @@ export class Outbox {
     };
     // The lane lock first, as a run's fenced commit takes it first: the other order could
     // deadlock with a commit that holds the lane and inserts the same key.
-    if (request.recordEvent && request.sessionId && !(await this.o.sessions.lockLaneOf(request.sessionId, tx))) {
+    const eventTx = request.recordEvent && request.sessionId ? tx : undefined;
+    if (request.recordEvent && request.sessionId && !eventTx) throw new Error("recording an event needs a transaction");
+    if (eventTx && request.sessionId && !(await this.o.sessions.lockLaneOf(request.sessionId, eventTx))) {
       return err({ code: "not_found", message: `session ${request.sessionId} does not exist` });
     }
     let sent: OutboxSent;
@@ -161,7 +164,7 @@ export class Outbox {
     } else {
       sent = { delivery: await this.o.deliveries.create(input, tx), created: true };
     }
-    if (request.recordEvent && request.sessionId) {
+    if (eventTx && request.sessionId) {
       await this.o.turns.append(
         request.sessionId,
         [
@@ -173,7 +176,7 @@ export class Outbox {
             ...(request.runId ? { runId: request.runId } : {}),
           },
         ],
-        tx,
+        eventTx,
       );
     }
     return ok(sent);

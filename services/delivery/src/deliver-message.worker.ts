@@ -1,5 +1,4 @@
 import { DelayedError, type Job } from "bullmq";
-import type { Redis } from "ioredis";
 import { OutboundMessage, parseChatAddress, type Clock, type RecoveryTimings } from "@nahida/contracts";
 import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
@@ -9,8 +8,6 @@ import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
 export interface DeliverMessageOptions {
   deliveries: DeliveryRepository;
   registry: ChannelRegistry;
-  redis: Redis;
-  prefix: string;
   clock: Clock;
   /** `sendingTakeoverMs`, `recordRetryMs`, `renewEveryMs`. */
   timings: Pick<RecoveryTimings, "sendingTakeoverMs" | "recordRetryMs" | "renewEveryMs">;
@@ -21,9 +18,6 @@ export type DeliverOutcome = "sent" | "already_done" | "expired" | "failed";
 
 /** How long a delivery waits before looking again for earlier ones to the same chat. */
 const ORDER_WAIT_MS = 250;
-
-/** Redis key marking a chat as rate-limited until the key expires. */
-const blockedKey = (prefix: string, target: string) => `${prefix}:delivery:blocked:${target}`;
 
 /** Puts the job back for `ms` without using an attempt (BullMQ's DelayedError protocol). */
 async function delayJob(job: Job, token: string, ms: number): Promise<never> {
@@ -72,32 +66,33 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
   }
 
   return async function deliver({ deliveryId }: { deliveryId: string }, job: Job, token: string | undefined): Promise<DeliverOutcome> {
-    const row = await o.deliveries.get(deliveryId);
-    if (!row) throw new PermanentJobError(`delivery ${deliveryId} does not exist`);
-    if (row.status === "sent" || row.status === "failed" || row.status === "expired") return "already_done";
-    if (row.expiresAt && row.expiresAt.getTime() < o.clock.now().getTime() && (await o.deliveries.expireIfDue(deliveryId))) return "expired";
-
-    const blockedForMs = await o.redis.pttl(blockedKey(o.prefix, row.target));
-    if (blockedForMs > 0 && token) await delayJob(job, token, blockedForMs);
-    // Keep a chat's messages in order: wait (without using an attempt) for earlier ones.
-    if (token && (await o.deliveries.hasEarlierPending(row))) await delayJob(job, token, ORDER_WAIT_MS);
-
-    const address = parseChatAddress(row.target);
-    const message = OutboundMessage.safeParse(row.message);
-    if (!address.ok) return failForGood(deliveryId, address.error.message);
-    if (!message.success) return failForGood(deliveryId, `stored message is invalid: ${message.error.message}`);
-    const sender = o.registry.get(address.value.channel);
-    if (!sender) return failForGood(deliveryId, `no channel ${JSON.stringify(address.value.channel)} is registered`);
-
-    const started = await o.deliveries.begin(deliveryId, o.timings.sendingTakeoverMs);
-    if (!started) {
-      const now = await o.deliveries.get(deliveryId);
-      if (!now || now.status !== "sending") return "already_done";
-      // Another worker is sending it (a stalled job re-run while the first still works):
-      // try again later; the row is taken over once that worker has been silent too long.
-      throw new Error("delivery is being sent by another worker");
+    const started = await o.deliveries.claim(deliveryId, o.timings.sendingTakeoverMs);
+    switch (started.kind) {
+      case "missing":
+        throw new PermanentJobError(`delivery ${deliveryId} does not exist`);
+      case "done":
+        return "already_done";
+      case "expired":
+        return "expired";
+      case "wait":
+        // Keep a chat's messages in order, and a rate-limited chat quiet: look again later
+        // without using an attempt.
+        if (!token) throw new Error("delivery waits for an earlier one to its chat");
+        return delayJob(job, token, Math.max(ORDER_WAIT_MS, started.waitMs));
+      case "busy":
+        // Another worker is sending it (a stalled job re-run while the first still works):
+        // try again later; the row is taken over once that worker has been silent too long.
+        throw new Error("delivery is being sent by another worker");
     }
     const { attempt } = started;
+    const row = { target: started.target, policy: started.policy };
+    const address = parseChatAddress(started.target);
+    const message = OutboundMessage.safeParse(started.message);
+    if (!address.ok) return failForGood(deliveryId, address.error.message, attempt);
+    if (!message.success) return failForGood(deliveryId, `stored message is invalid: ${message.error.message}`, attempt);
+    const sender = o.registry.get(address.value.channel);
+    if (!sender) return failForGood(deliveryId, `no channel ${JSON.stringify(address.value.channel)} is registered`, attempt);
+
     if (started.uncertainPart !== null) {
       o.logger.warn(
         { deliveryId, target: row.target, part: started.uncertainPart, policy: row.policy },
@@ -149,8 +144,8 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
       const context = { deliveryId, target: row.target, error_code: failure.details.error_code, description: failure.description };
       if (failure.kind === "rate_limited" && token) {
         const waitMs = Math.max(1, failure.details.retry_after ?? 1) * 1000;
-        await o.redis.set(blockedKey(o.prefix, row.target), "1", "PX", waitMs);
-        await o.deliveries.markWaiting(deliveryId, attempt, `rate limited: retry after ${waitMs / 1000} s`);
+        // The row holds the chat: every later delivery to it waits behind this one.
+        await o.deliveries.markWaiting(deliveryId, attempt, `rate limited: retry after ${waitMs / 1000} s`, waitMs);
         o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
         return delayJob(job, token, waitMs);
       }

@@ -35,8 +35,6 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
       "delivery.send": createDeliverMessageHandler({
         deliveries,
         registry: o.registry,
-        redis: o.redis,
-        prefix: o.prefix,
         clock: o.clock,
         timings: o.timings,
         logger: o.logger,

@@ -3,6 +3,7 @@ import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod
 import type { Redis } from "ioredis";
 import type { ApiTokenRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
+import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
@@ -23,7 +24,12 @@ export interface ApiOptions {
   redis: Redis;
   prefix: string;
   rateLimitPerMinute: number;
+  /** How long a token lookup is trusted; a revocation on another replica takes effect within it. Default 5 s. */
+  tokenCacheMs?: number;
 }
+
+/** A revoked token stops working on every replica within this long. */
+export const TOKEN_CACHE_MS = 5_000;
 
 export interface AppOptions {
   probes: ReadinessProbe[];
@@ -40,10 +46,11 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   const api = options.api;
   if (!api) return;
   await fastify.register(openApiPlugin);
-  await fastify.register(authPlugin, { tokens: api.tokens });
+  const tokenCache = new TokenCache(api.tokens, { ttlMs: api.tokenCacheMs ?? TOKEN_CACHE_MS, maxEntries: 10_000, touchEveryMs: 60_000 });
+  await fastify.register(authPlugin, { tokens: tokenCache });
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });
   await fastify.register(deliveryRoutes, { deliveries: api.deliveries });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
-  await fastify.register(tokenRoutes, { tokens: api.tokens });
+  await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
 };

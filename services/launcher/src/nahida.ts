@@ -42,7 +42,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   await Promise.all([preparePostgres(env.DATABASE_URL, (message) => logger.info(message)), checkRedis(env.REDIS_URL)]);
 
   const instance = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-  const db = createDatabase({ url: env.DATABASE_URL, onPoolError: (e) => logger.warn({ err: e.message }, "postgres pool error") });
+  const db = createDatabase({ url: env.DATABASE_URL, poolSize: env.DATABASE_POOL_SIZE, onPoolError: (e) => logger.warn({ err: e.message }, "postgres pool error") });
   const connections: Redis[] = [];
   const createConnection = (purpose: string, blocking = true) => {
     const redis = createRedis({ url: env.REDIS_URL, blocking, connectionName: `nahida:${purpose}:${instance}` });

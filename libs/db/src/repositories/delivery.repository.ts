@@ -76,34 +76,75 @@ export class DeliveryRepository {
   }
 
   /**
-   * Claims a delivery for sending and counts the attempt; the claim is the record that an
-   * attempt on part `sent_parts` is about to begin. A row already `sending` is only taken
-   * over once its sender has been silent for `staleAfterMs` (it touches the row with every
-   * accepted part and while a slow platform call runs), so two workers never send the same
-   * delivery at once. The returned `attempt` fences the claim: the writes that follow only
-   * land while the row is still this attempt's.
+   * Everything a send decides before the platform call, in one statement: the row's state,
+   * its TTL, its chat's order (an earlier live delivery to the same target, or a rate limit
+   * on it, makes it wait), and then the claim, which counts the attempt and is the record
+   * that an attempt on part `sent_parts` is about to begin.
    *
-   * A taken-over row's part `sent_parts` has an unknown outcome: the silent worker may have
-   * died after the platform accepted it and before recording it. The part is added to
-   * `uncertain_parts`, and under `at_most_once` it is skipped instead of sent again.
+   * A row already `sending` is only taken over once its sender has been silent for
+   * `staleAfterMs` (it touches the row with every accepted part and while a slow platform
+   * call runs), so two workers never send the same delivery at once. The returned
+   * `attempt` fences the claim: the writes that follow only land while the row is still
+   * this attempt's. A taken-over row's part `sent_parts` has an unknown outcome (the silent
+   * worker may have died after the platform accepted it and before recording it): it is
+   * added to `uncertain_parts` and, under `at_most_once`, skipped instead of sent again.
    */
-  async begin(id: string, staleAfterMs: number): Promise<{ attempt: number; sentParts: number; uncertainPart: number | null } | null> {
-    const rows = await this.prisma.$queryRaw<{ attempts: number; sent_parts: number; uncertain_part: number | null }[]>`
-      WITH claimed AS (
-        SELECT id, status = 'sending' AS taken_over FROM deliveries
-         WHERE id = ${id}::uuid
-           AND (status = 'queued' OR (status = 'sending' AND updated_at < now() - ${staleAfterMs} * interval '1 millisecond'))
-           FOR UPDATE
+  async claim(id: string, staleAfterMs: number): Promise<DeliveryClaim> {
+    const rows = await this.prisma.$queryRaw<ClaimRow[]>`
+      WITH cur AS (
+        SELECT id, status, target, seq, sent_parts, expires_at, updated_at, not_before FROM deliveries WHERE id = ${id}::uuid FOR UPDATE
+      ), earlier AS (
+        SELECT count(*) > 0 AS waiting, max(e.not_before) AS not_before
+          FROM deliveries e, cur
+         WHERE e.target = cur.target AND e.seq < cur.seq AND e.status IN ('queued', 'sending')
+           AND (e.expires_at IS NULL OR e.expires_at > now())
+      ), verdict AS (
+        SELECT cur.id, greatest(cur.not_before, earlier.not_before) AS wait_until,
+               CASE
+                 WHEN cur.status IN ('sent', 'failed', 'expired') THEN 'done'
+                 WHEN cur.expires_at < now() AND cur.sent_parts = 0 THEN 'expired'
+                 WHEN cur.not_before > now() OR earlier.waiting THEN 'wait'
+                 WHEN cur.status = 'queued' THEN 'claimed'
+                 WHEN cur.updated_at < now() - ${staleAfterMs} * interval '1 millisecond' THEN 'taken_over'
+                 ELSE 'busy'
+               END AS verdict
+          FROM cur, earlier
+      ), claimed AS (
+        UPDATE deliveries d
+           SET status = 'sending', attempts = d.attempts + 1, updated_at = now(), not_before = NULL,
+               uncertain_parts = CASE WHEN v.verdict = 'taken_over' THEN array_append(d.uncertain_parts, d.sent_parts) ELSE d.uncertain_parts END,
+               sent_parts = CASE WHEN v.verdict = 'taken_over' AND d.policy = 'at_most_once' THEN d.sent_parts + 1 ELSE d.sent_parts END
+          FROM verdict v
+         WHERE d.id = v.id AND v.verdict IN ('claimed', 'taken_over')
+        RETURNING d.attempts, d.sent_parts, d.target, d.message, d.policy,
+                  CASE WHEN v.verdict = 'taken_over' THEN d.uncertain_parts[cardinality(d.uncertain_parts)] END AS uncertain_part
+      ), expire AS (
+        UPDATE deliveries d SET status = 'expired', error = 'expired before it could be sent', updated_at = now()
+          FROM verdict v WHERE d.id = v.id AND v.verdict = 'expired'
+        RETURNING d.id
       )
-      UPDATE deliveries d
-         SET status = 'sending', attempts = attempts + 1, updated_at = now(),
-             uncertain_parts = CASE WHEN claimed.taken_over THEN array_append(d.uncertain_parts, d.sent_parts) ELSE d.uncertain_parts END,
-             sent_parts = CASE WHEN claimed.taken_over AND d.policy = 'at_most_once' THEN d.sent_parts + 1 ELSE d.sent_parts END
-        FROM claimed
-       WHERE d.id = claimed.id
-      RETURNING d.attempts, d.sent_parts, CASE WHEN claimed.taken_over THEN d.uncertain_parts[cardinality(d.uncertain_parts)] END AS uncertain_part`;
+      SELECT v.verdict, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (v.wait_until - now())) * 1000))::int AS wait_ms,
+             c.attempts, c.sent_parts, c.target, c.message, c.policy, c.uncertain_part
+        FROM verdict v LEFT JOIN claimed c ON true`;
     const row = rows[0];
-    return row ? { attempt: row.attempts, sentParts: row.sent_parts, uncertainPart: row.uncertain_part } : null;
+    if (!row) return { kind: "missing" };
+    switch (row.verdict) {
+      case "claimed":
+      case "taken_over":
+        return {
+          kind: "claimed",
+          attempt: row.attempts!,
+          sentParts: row.sent_parts!,
+          uncertainPart: row.uncertain_part,
+          target: row.target!,
+          message: row.message,
+          policy: row.policy as DeliveryPolicy,
+        };
+      case "wait":
+        return { kind: "wait", waitMs: row.wait_ms ?? 0 };
+      default:
+        return { kind: row.verdict };
+    }
   }
 
   /**
@@ -162,9 +203,17 @@ export class DeliveryRepository {
     });
   }
 
-  /** Back to `queued` while a retry waits (429, 5xx), keeping the reason visible. */
-  async markWaiting(id: string, attempt: number, error: string): Promise<void> {
-    await this.prisma.delivery.updateMany({ where: { id, attempts: attempt, status: "sending" }, data: { status: "queued", error } });
+  /**
+   * Back to `queued` while a retry waits (429, 5xx), keeping the reason visible. With
+   * `holdMs` (a rate limit) the row, and every later one to its chat, waits that long (by
+   * the database's clock, which every replica's claim compares with).
+   */
+  async markWaiting(id: string, attempt: number, error: string, holdMs?: number): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE deliveries
+         SET status = 'queued', error = ${error}, updated_at = now(),
+             not_before = CASE WHEN ${holdMs ?? null}::int IS NULL THEN not_before ELSE now() + ${holdMs ?? 0} * interval '1 millisecond' END
+       WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'`;
   }
 
   /** Expires a delivery that is still waiting after its TTL. */
@@ -176,20 +225,6 @@ export class DeliveryRepository {
     return n === 1;
   }
 
-  /**
-   * True while an earlier, still live delivery to the same target is unsent: messages to one
-   * chat go out in the order they were created, one at a time.
-   */
-  async hasEarlierPending(delivery: Pick<Delivery, "seq" | "target">): Promise<boolean> {
-    const rows = await this.prisma.$queryRaw<{ waiting: boolean }[]>`
-      SELECT EXISTS (
-        SELECT 1 FROM deliveries
-         WHERE target = ${delivery.target} AND seq < ${delivery.seq} AND status IN ('queued', 'sending')
-           AND (expires_at IS NULL OR expires_at > now())
-      ) AS waiting`;
-    return rows[0]?.waiting ?? false;
-  }
-
   /** Deliveries waiting longer than `olderThanMs`: their job may have been lost. */
   async stale(olderThanMs: number, limit: number): Promise<string[]> {
     const rows = await this.prisma.$queryRaw<{ id: string }[]>`
@@ -198,4 +233,39 @@ export class DeliveryRepository {
        ORDER BY created_at LIMIT ${limit}`;
     return rows.map((r) => r.id);
   }
+}
+
+/** What {@link DeliveryRepository.claim} decided. */
+export type DeliveryClaim =
+  | {
+      kind: "claimed";
+      attempt: number;
+      sentParts: number;
+      /** The part a taken-over row had in flight, now listed as uncertain; null for a fresh claim. */
+      uncertainPart: number | null;
+      target: string;
+      /** The stored OutboundMessage, to be parsed by the caller. */
+      message: unknown;
+      policy: DeliveryPolicy;
+    }
+  /** The row does not exist. */
+  | { kind: "missing" }
+  /** Already sent, failed or expired: nothing to do (a duplicate job). */
+  | { kind: "done" }
+  /** Past its TTL with nothing sent: it is now expired. */
+  | { kind: "expired" }
+  /** An earlier delivery to the chat is still live, or a rate limit holds it: look again after `waitMs`. */
+  | { kind: "wait"; waitMs: number }
+  /** Another worker is sending it and has not been silent long enough to take it over. */
+  | { kind: "busy" };
+
+interface ClaimRow {
+  verdict: "claimed" | "taken_over" | "wait" | "done" | "expired" | "busy";
+  wait_ms: number | null;
+  attempts: number | null;
+  sent_parts: number | null;
+  target: string | null;
+  message: unknown;
+  policy: string | null;
+  uncertain_part: number | null;
 }

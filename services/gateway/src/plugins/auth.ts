@@ -1,7 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
 import fp from "fastify-plugin";
 import { NahidaError, type TokenScope } from "@nahida/contracts";
-import { hashToken, type ApiTokenRepository } from "@nahida/db";
+import { hashToken } from "@nahida/db";
+import type { TokenCache } from "./token-cache";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -15,7 +16,7 @@ declare module "fastify" {
 }
 
 export interface AuthOptions {
-  tokens: ApiTokenRepository;
+  tokens: TokenCache;
 }
 
 const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})$/;
@@ -23,7 +24,8 @@ const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})$/;
 /**
  * Bearer-token auth for every route that declares `config.scope`. Tokens are looked up by
  * their sha256 and the hashes compared in constant time. With no token configured at all
- * nothing authenticates: the API is never open by default.
+ * nothing authenticates: the API is never open by default. Lookups go through a short
+ * cache (TokenCache), so revocation takes effect within its TTL on every replica.
  */
 export const authPlugin = fp<AuthOptions>(async (app, options) => {
   app.decorateRequest("token", null);
@@ -34,7 +36,7 @@ export const authPlugin = fp<AuthOptions>(async (app, options) => {
     const match = typeof header === "string" ? BEARER.exec(header) : null;
     if (!match) throw new NahidaError("unauthorized", "missing or malformed Authorization: Bearer <token>");
     const presented = hashToken(match[1]!);
-    const token = await options.tokens.findByHash(presented);
+    const token = await options.tokens.lookup(presented);
     if (!token || !timingSafeEqual(Buffer.from(token.tokenHash, "hex"), Buffer.from(presented, "hex")) || token.revokedAt) {
       throw new NahidaError("unauthorized", "invalid or revoked token");
     }
@@ -42,6 +44,6 @@ export const authPlugin = fp<AuthOptions>(async (app, options) => {
       throw new NahidaError("forbidden", `this token lacks the ${scope} scope`);
     }
     request.token = { id: token.id, name: token.name, scopes: token.scopes };
-    void options.tokens.touch(token.id).catch(() => undefined);
+    options.tokens.used(token);
   });
 });

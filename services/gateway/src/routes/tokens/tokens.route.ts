@@ -5,7 +5,13 @@ import type { ApiTokenRepository } from "@nahida/db";
 import { readErrorResponses } from "../error-responses";
 import { tokenView } from "../views";
 
-export const tokenRoutes: FastifyPluginAsyncZod<{ tokens: ApiTokenRepository }> = async (app, options) => {
+export interface TokenRoutesOptions {
+  tokens: ApiTokenRepository;
+  /** Called once a token is revoked, so this replica's cache drops it at once. */
+  onRevoked?: (id: string) => void;
+}
+
+export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (app, options) => {
   app.post(
     "/api/tokens",
     {
@@ -37,6 +43,7 @@ export const tokenRoutes: FastifyPluginAsyncZod<{ tokens: ApiTokenRepository }> 
     async (request) => {
       const token = await options.tokens.revoke(request.params.id);
       if (!token) throw new NahidaError("not_found", `token ${request.params.id} does not exist`);
+      options.onRevoked?.(token.id);
       return tokenView(token);
     },
   );
