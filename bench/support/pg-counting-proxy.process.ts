@@ -7,7 +7,6 @@ import { startPgCountingProxy, type PgCountingProxy } from "./pg-counting.proxy"
 export interface ProxySnapshotMessage {
   type: "snapshot";
   counts: Record<string, { total: number; bySql: [string, number][] }>;
-  upstreamPorts: Record<string, number[]>;
 }
 
 const classes = process.env.PROXY_CLASSES!.split(",");
@@ -18,11 +17,10 @@ for (const name of classes) {
 
 process.on("message", (message: { type: string }) => {
   if (message.type !== "snapshot") return;
-  const reply: ProxySnapshotMessage = { type: "snapshot", counts: {}, upstreamPorts: {} };
+  const reply: ProxySnapshotMessage = { type: "snapshot", counts: {} };
   for (const [name, proxy] of proxies) {
     const snapshot = proxy.snapshot();
     reply.counts[name] = { total: snapshot.total, bySql: [...snapshot.bySql] };
-    reply.upstreamPorts[name] = [...proxy.upstreamPorts()];
   }
   process.send!(reply);
 });

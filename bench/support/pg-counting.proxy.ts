@@ -14,8 +14,6 @@ export interface PgCountingProxy {
   readonly port: number;
   /** Counts since the proxy started; take two snapshots and {@link diffCounts} them. */
   snapshot(): StatementCounts;
-  /** Local ports of the proxy's connections to Postgres, i.e. `client_port` in pg_stat_activity. */
-  upstreamPorts(): Set<number>;
   close(): Promise<void>;
 }
 
@@ -38,7 +36,6 @@ const CANCEL_REQUEST = 80877102;
 export async function startPgCountingProxy(options: StartPgCountingProxyOptions): Promise<PgCountingProxy> {
   let total = 0;
   const bySql = new Map<string, number>();
-  const upstreams = new Set<Socket>();
   const sockets = new Set<Socket>();
   const count = (sql: string) => {
     total++;
@@ -52,7 +49,6 @@ export async function startPgCountingProxy(options: StartPgCountingProxyOptions)
     upstream.setNoDelay(true);
     sockets.add(client);
     sockets.add(upstream);
-    upstreams.add(upstream);
     const parser = frontendParser(count);
     client.on("data", (chunk: Buffer) => {
       parser(chunk);
@@ -64,7 +60,6 @@ export async function startPgCountingProxy(options: StartPgCountingProxyOptions)
       upstream.destroy();
       sockets.delete(client);
       sockets.delete(upstream);
-      upstreams.delete(upstream);
     };
     client.on("error", end);
     upstream.on("error", end);
@@ -79,7 +74,6 @@ export async function startPgCountingProxy(options: StartPgCountingProxyOptions)
   return {
     port,
     snapshot: () => ({ total, bySql: new Map(bySql) }),
-    upstreamPorts: () => new Set([...upstreams].map((s) => s.localPort).filter((p): p is number => p !== undefined)),
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

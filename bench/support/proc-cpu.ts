@@ -64,3 +64,12 @@ export class CpuOfProcessSet {
     return sum;
   }
 }
+
+/** CPU time all cores spent busy (not idle, not waiting for I/O) since boot, in ms, from /proc/stat. */
+export function machineBusyMs(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n")[0]!;
+  const [, ...ticks] = line.trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already in user)
+  const busy = ticks.slice(0, 8).reduce((sum, t, i) => (i === 3 || i === 4 ? sum : sum + t), 0);
+  return (busy * 1000) / CLOCK_TICKS_PER_SECOND;
+}
