@@ -149,6 +149,15 @@ async function main(): Promise<void> {
   const maintenance = new pg.Client({ connectionString: maintenanceUrl.toString() });
   await maintenance.connect();
   cleanups.push(() => maintenance.end());
+  // Every service process pools up to 10 connections (libs/db's default), so K = 3 alone may
+  // hold 80; with other work on the same server, "too many clients" ends the run with a 500.
+  const { rows: connections } = await maintenance.query<{ max: number; used: number }>(
+    "SELECT current_setting('max_connections')::int AS max, (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS used",
+  );
+  const mayHold = 10 * (2 + 2 * Math.max(...KS, PACED_K)) + 5;
+  if (connections[0]!.used + mayHold > connections[0]!.max) {
+    log(`warning: Postgres allows ${connections[0]!.max} connections, ${connections[0]!.used} are in use and this run may open ${mayHold}`);
+  }
 
   const telegram = await startFakeTelegram({ botUsername: "nahida_bench_bot", botId: 7000000001 });
   cleanups.push(() => telegram.close());
@@ -496,7 +505,7 @@ interface PhaseFigures {
   wallMs: number;
   /** Per class (service classes, postgres, bench, proxy), ms over the phase. */
   cpuMs: Map<string, number>;
-  /** Postgres backend CPU by the class whose proxy connection it serves. */
+  /** Postgres backend CPU by the class that connected (its application_name); "other" for the bench's own. */
   postgresByClass: Map<string, number>;
   redisCpuMs: number;
   /** What the machine's cores did besides all of the above (kernel, Postgres' own processes, anyone else). */
