@@ -1,0 +1,748 @@
+// The Telegram pipeline with every service in its own OS process, started through the
+// launcher as a deployment would (1 ingress-telegram in webhook mode, K agent-worker, K
+// delivery, 1 gateway), against the fake Telegram and a fake LLM that answers at once (both
+// in this process, reached only through configuration). Prints burst throughput per K, paced
+// latency, CPU per process class, Postgres statements and queue jobs per message, and
+// POST /api/send; each next to a floor measured in the same run on the same Postgres and Redis.
+// Statements are counted in a first, smaller run whose services reach Postgres through a
+// counting proxy per class; every timing comes from a second run connected directly, since a
+// proxy hop per statement on two cores would inflate latencies several times over.
+//   npm run bench:processes -- [--messages 2000] [--chats 500] [--ks 1,2,3] [--help]
+import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { migrate } from "@nahida/db";
+import { startFakeOpenAI } from "../test/fakes/openai.fake";
+import { startFakeTelegram } from "../test/fakes/telegram-bot-api.fake";
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, uniqueName, waitFor } from "../test/support/infra";
+import { freePort } from "../test/support/ports";
+import { REPO_ROOT } from "../test/support/processes";
+import { startBareSendServer } from "./support/bare-send.server";
+import { createJsonPoster, runPostLoad, type LoadResult } from "./support/http-load";
+import { percentile } from "./support/latency";
+import type { ProxySnapshotMessage } from "./support/pg-counting-proxy.process";
+import { diffCounts, type StatementCounts } from "./support/pg-counting.proxy";
+import { CpuOfProcessSet, machineBusyMs, processCpuMs, processName } from "./support/proc-cpu";
+import { diffQueueCounts, startQueueAddCounter, type QueueAddCounts } from "./support/queue-adds.counter";
+import { startRawTwoHop, type RawBurstResult, type RawPacedResult } from "./support/raw-two-hop";
+import { ReplyTracker, messageText } from "./support/reply-tracker";
+import { startServiceProcess, type ServiceProcess } from "./support/service-process";
+
+const HELP = `npm run bench:processes -- [options]
+  --messages N         burst size per K (default 2000)
+  --chats C            chats the burst and paced messages go to (default 500)
+  --ks 1,2,3           agent-worker (and delivery) process counts to burst with (default 1,2,3)
+  --concurrency N      webhook POSTs in flight during a burst (default 16)
+  --warmup N           unmeasured messages before each burst, over the same chats (default 100)
+  --paced-rates 50,100 paced rates in msg/s (default 50,100)
+  --paced-seconds S    length of each paced phase (default 10)
+  --paced-k K          agent-worker/delivery processes during the paced phases (default 2)
+  --api-requests N     POST /api/send requests, and as many to the bare route (default 1000)
+  --api-concurrency N  requests in flight for both (default 32)
+  --raw-jobs N         jobs through the raw BullMQ two-hop (default 10000)
+  --bare-in-bench      run the bare send route in this process instead of its own
+  --count-chats N      chats of the statement-counting run (default 200)
+  --no-proxy           skip the statement-counting run
+  --top N              statements listed per process class (default 8)`;
+
+const { values: args } = parseArgs({
+  options: {
+    messages: { type: "string", default: "2000" },
+    chats: { type: "string", default: "500" },
+    ks: { type: "string", default: "1,2,3" },
+    concurrency: { type: "string", default: "16" },
+    warmup: { type: "string", default: "100" },
+    "paced-rates": { type: "string", default: "50,100" },
+    "paced-seconds": { type: "string", default: "10" },
+    "paced-k": { type: "string", default: "2" },
+    "api-requests": { type: "string", default: "1000" },
+    "api-concurrency": { type: "string", default: "32" },
+    "raw-jobs": { type: "string", default: "10000" },
+    "bare-in-bench": { type: "boolean", default: false },
+    "count-chats": { type: "string", default: "200" },
+    "no-proxy": { type: "boolean", default: false },
+    top: { type: "string", default: "8" },
+    help: { type: "boolean", default: false },
+  },
+});
+if (args.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const int = (name: keyof typeof args) => {
+  const n = Number(args[name]);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+  return n;
+};
+const list = (name: keyof typeof args) => String(args[name]).split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
+const MESSAGES = Math.max(1, int("messages"));
+const CHATS = Math.max(1, int("chats"));
+const KS = list("ks");
+const CONCURRENCY = Math.max(1, int("concurrency"));
+const WARMUP = int("warmup");
+const PACED_RATES = list("paced-rates");
+const PACED_SECONDS = int("paced-seconds");
+const PACED_K = Math.max(1, int("paced-k"));
+const API_REQUESTS = Math.max(1, int("api-requests"));
+const API_CONCURRENCY = Math.max(1, int("api-concurrency"));
+const RAW_JOBS = Math.max(1, int("raw-jobs"));
+const TOP = int("top");
+const COUNT_STATEMENTS = !args["no-proxy"];
+const COUNT_CHATS = Math.max(1, int("count-chats"));
+
+const SERVICE_CLASSES = ["ingress", "agent-worker", "delivery", "gateway"] as const;
+type ServiceClass = (typeof SERVICE_CLASSES)[number];
+const LAUNCHER_SERVICE: Record<ServiceClass, string> = {
+  ingress: "ingress-telegram",
+  "agent-worker": "agent-worker",
+  delivery: "delivery",
+  gateway: "gateway",
+};
+const BOT_TOKEN = "7000000001:BENCH-token_abc";
+const FIRST_CHAT = 810_000_000;
+const PREWARM_CHAT = 790_000_000;
+const COUNT_CHAT = 820_000_000;
+const COUNT_PREWARM_CHAT = 780_000_000;
+const API_CHAT = 900_000_000;
+/** Services connect as `<prefix><class>`, so pg_stat_activity tells whose a backend is. */
+const APPLICATION_PREFIX = "nahida-bench-";
+const log = (line: string) => console.log(line);
+
+// ---------------------------------------------------------------- infrastructure
+const runId = uniqueName("procs");
+const databaseName = `nahida_b_${runId}`;
+const prefix = `nahida_bench_${runId}`;
+const directUrl = new URL(TEST_POSTGRES_URL);
+directUrl.pathname = `/${databaseName}`;
+const maintenanceUrl = new URL(TEST_POSTGRES_URL);
+maintenanceUrl.pathname = "/postgres";
+const cleanups: (() => Promise<unknown>)[] = [];
+/** Every child process still running, for cleanup. */
+const running = new Set<ServiceProcess>();
+
+async function cleanup(): Promise<void> {
+  const stopping = [...running].map(async (p) => {
+    p.child.kill("SIGTERM");
+    const timer = setTimeout(() => p.child.kill("SIGKILL"), 12_000);
+    await p.exited;
+    clearTimeout(timer);
+  });
+  await Promise.all(stopping);
+  for (const fn of cleanups.reverse()) await fn().catch((e: unknown) => log(`cleanup: ${(e as Error).message}`));
+}
+process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
+
+
+async function main(): Promise<void> {
+  log(
+    `bench:processes: ${MESSAGES} messages over ${CHATS} chats, K = ${KS.join(", ")}; paced ${PACED_RATES.join(", ")} msg/s ` +
+      `for ${PACED_SECONDS} s at K = ${PACED_K}; statements counted ${COUNT_STATEMENTS ? `over ${COUNT_CHATS} chats in a run of their own` : "not at all (--no-proxy)"}`,
+  );
+  await migrate({ databaseUrl: directUrl.toString() });
+  cleanups.push(() => dropDatabase(directUrl.toString()));
+  cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, prefix));
+  const direct = new pg.Pool({ connectionString: directUrl.toString(), max: 2 });
+  cleanups.push(() => direct.end());
+  const maintenance = new pg.Client({ connectionString: maintenanceUrl.toString() });
+  await maintenance.connect();
+  cleanups.push(() => maintenance.end());
+  // Every service process pools up to 10 connections (libs/db's default), so K = 3 alone may
+  // hold 80; with other work on the same server, "too many clients" ends the run with a 500.
+  const { rows: connections } = await maintenance.query<{ max: number; used: number }>(
+    "SELECT current_setting('max_connections')::int AS max, (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS used",
+  );
+  const mayHold = 10 * (2 + 2 * Math.max(...KS, PACED_K)) + 5;
+  if (connections[0]!.used + mayHold > connections[0]!.max) {
+    log(`warning: Postgres allows ${connections[0]!.max} connections, ${connections[0]!.used} are in use and this run may open ${mayHold}`);
+  }
+
+  const telegram = await startFakeTelegram({ botUsername: "nahida_bench_bot", botId: 7000000001 });
+  cleanups.push(() => telegram.close());
+  const openai = await startFakeOpenAI();
+  cleanups.push(() => openai.close());
+  const tracker = new ReplyTracker(telegram, openai);
+  const queueCounter = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix, queues: ["inbound", "lanes", "outbound"] });
+  cleanups.push(() => queueCounter.close());
+
+  const webhookPort = await freePort();
+  const gatewayPort = await freePort();
+  const webhookSecret = randomBytes(16).toString("hex");
+  const apiToken = randomBytes(24).toString("hex");
+  const baseEnv: Record<string, string> = {
+    REDIS_URL: TEST_REDIS_URL,
+    NAHIDA_QUEUE_PREFIX: prefix,
+    TELEGRAM_BOT_TOKEN: BOT_TOKEN,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    TELEGRAM_MODE: "webhook",
+    TELEGRAM_WEBHOOK_SECRET: webhookSecret,
+    TELEGRAM_WEBHOOK_PORT: String(webhookPort),
+    GATEWAY_PORT: String(gatewayPort),
+    NAHIDA_API_TOKEN: apiToken,
+    // The figure is the route's cost, not the limiter's verdict.
+    NAHIDA_API_RATE_LIMIT_PER_MINUTE: "1000000",
+    OPENAI_BASE_URL: openai.baseURL,
+    OPENAI_API_KEY: "bench-key",
+    OPENAI_MODEL: "fake-model",
+    NAHIDA_TIMEZONE: "UTC",
+    NAHIDA_SHUTDOWN_TIMEOUT_MS: "10000",
+    // The default: the webhook and the gateway log two lines per request, as deployed.
+    LOG_LEVEL: "info",
+  };
+
+  /**
+   * One set of service processes. Each class connects as its own application_name (how the
+   * Postgres backends' CPU is split by class) and, with `proxyPorts`, through its own counting proxy.
+   */
+  const startTopology = (proxyPorts?: Record<ServiceClass, number>) => {
+    const procs = new Map<ServiceClass, ServiceProcess[]>(SERVICE_CLASSES.map((c) => [c, []]));
+    const databaseUrlFor = (cls: ServiceClass) => {
+      const url = new URL(directUrl);
+      if (proxyPorts) {
+        url.hostname = "127.0.0.1";
+        url.port = String(proxyPorts[cls]);
+      }
+      url.searchParams.set("application_name", `${APPLICATION_PREFIX}${cls}`);
+      return url.toString();
+    };
+    const start = async (cls: ServiceClass): Promise<ServiceProcess> => {
+      const proc = await startServiceProcess(
+        "services/launcher/src/main.ts",
+        { ...baseEnv, NAHIDA_SERVICES: LAUNCHER_SERVICE[cls], DATABASE_URL: databaseUrlFor(cls) },
+        { readyText: "nahida started", timeoutMs: 120_000 },
+      );
+      procs.get(cls)!.push(proc);
+      running.add(proc);
+      // The CPU is read from this pid: it must be node itself, not a shell or wrapper that forks it.
+      const name = processName(proc.pid);
+      if (name !== "node") log(`warning: ${cls} pid ${proc.pid} runs ${name}, not node; its CPU figure is not the service's`);
+      return proc;
+    };
+    const stopOne = async (proc: ServiceProcess) => {
+      await proc.stop();
+      running.delete(proc);
+    };
+    const scaleTo = async (k: number) => {
+      const workers = procs.get("agent-worker")!;
+      const deliveries = procs.get("delivery")!;
+      const adding: Promise<unknown>[] = [];
+      for (let i = workers.length; i < k; i++) adding.push(start("agent-worker"), start("delivery"));
+      await Promise.all(adding);
+      while (workers.length > k) await Promise.all([stopOne(workers.pop()!), stopOne(deliveries.pop()!)]);
+    };
+    return {
+      procs,
+      async start(k: number) {
+        const t0 = Date.now();
+        await Promise.all([start("ingress"), start("gateway"), scaleTo(k)]);
+        log(`  services started in ${((Date.now() - t0) / 1000).toFixed(1)} s (${[...procs].map(([c, ps]) => `${c} pid ${ps.map((p) => p.pid).join("+")}`).join(", ")})`);
+      },
+      scaleTo,
+      async stop() {
+        await Promise.all([...procs.values()].flat().map(stopOne));
+      },
+    };
+  };
+  type Topology = ReturnType<typeof startTopology>;
+
+  // ------------------------------------------------------------ raw floor, before any service runs
+  const raw = await startRawTwoHop({ redisUrl: TEST_REDIS_URL, prefix: `${prefix}_raw`, concurrency: 16 });
+  cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, `${prefix}_raw`));
+  await raw.burst(Math.min(1000, RAW_JOBS), 32);
+  const rawBurst: RawBurstResult = await raw.burst(RAW_JOBS, 32);
+  log(`raw BullMQ two-hop: ${RAW_JOBS} jobs, ${rawBurst.jobsPerSecond.toFixed(0)} jobs/s, bench CPU ${rawBurst.cpuMsPerJob.toFixed(2)} ms/job`);
+  const rawPaced = new Map<number, RawPacedResult>();
+  for (const rate of PACED_RATES) {
+    const r = await raw.paced(rate, Math.min(2, PACED_SECONDS));
+    rawPaced.set(rate, r);
+    log(`raw BullMQ two-hop paced ${rate}/s: p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms`);
+  }
+  await raw.close();
+
+  // ------------------------------------------------------------ load and measurement
+  const poster = createJsonPoster(Math.max(CONCURRENCY, API_CONCURRENCY));
+  cleanups.push(async () => poster.close());
+  const webhookUrl = new URL(`http://127.0.0.1:${webhookPort}/telegram/webhook`);
+  let nextUpdateId = 1;
+  let nextMarker = 1;
+  /** Posts one message to a private chat through the webhook; returns its marker. */
+  const postMessage = async (chatId: number): Promise<number> => {
+    const marker = nextMarker++;
+    const update = {
+      update_id: nextUpdateId++,
+      message: {
+        message_id: marker,
+        from: { id: chatId, is_bot: false, first_name: "Bench" },
+        chat: { id: chatId, type: "private", first_name: "Bench" },
+        date: Math.floor(Date.now() / 1000),
+        text: messageText(marker),
+      },
+    };
+    tracker.posted(marker, Date.now());
+    const status = await poster.post(webhookUrl, update, { "x-telegram-bot-api-secret-token": webhookSecret });
+    if (status !== 200) throw new Error(`webhook answered ${status}`);
+    return marker;
+  };
+  const chatsFrom = (first: number, count: number) => Array.from({ length: count }, (_, i) => first + i);
+
+  /** `count` messages round-robin over `chats`, `CONCURRENCY` in flight; waits for every answer. */
+  const burst = async (count: number, chats: readonly number[]) => {
+    const markers: number[] = [];
+    let next = 0;
+    const firstPost = Date.now();
+    await Promise.all(
+      Array.from({ length: Math.min(CONCURRENCY, count) }, async () => {
+        while (next < count) markers.push(await postMessage(chats[next++ % chats.length]!));
+      }),
+    );
+    const postedMs = Date.now() - firstPost;
+    await tracker.waitAnswered(markers, 180_000);
+    const lastReply = Math.max(...markers.map((m) => tracker.answered(m)!));
+    return { markers, postedMs, elapsedMs: lastReply - firstPost };
+  };
+
+  /** `rate` messages per second for `seconds`, round-robin over `chats`; waits for every answer. */
+  const paced = async (rate: number, seconds: number, chats: readonly number[]) => {
+    const count = Math.max(1, Math.round(rate * seconds));
+    const posts: Promise<number>[] = [];
+    const t0 = Date.now();
+    for (let i = 0; i < count; i++) {
+      const wait = t0 + (i * 1000) / rate - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      posts.push(postMessage(chats[i % chats.length]!));
+    }
+    const markers = await Promise.all(posts);
+    await tracker.waitAnswered(markers, 180_000);
+    return { markers, latencies: tracker.latencies(markers) };
+  };
+
+  const sendUrl = new URL(`http://127.0.0.1:${gatewayPort}/api/send`);
+  const auth = { authorization: `Bearer ${apiToken}` };
+  const apiLoad = (url: URL, headers: Record<string, string>, requests: number, tag: string) =>
+    runPostLoad({
+      requests,
+      concurrency: API_CONCURRENCY,
+      expectedStatus: 202,
+      send: (i) => poster.post(url, { target: `telegram:private:${API_CHAT + (i % 1000)}`, text: `${tag} ${i}` }, headers),
+    });
+  const drainDeliveries = async () => {
+    await waitFor(
+      async () => {
+        const { rows } = await direct.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE status IN ('queued', 'sending')");
+        return rows[0]!.n === 0;
+      },
+      120_000,
+      "every delivery to be sent",
+      100,
+    );
+    const { rows } = await direct.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE status <> 'sent'");
+    if (rows[0]!.n > 0) log(`warning: ${rows[0]!.n} deliveries ended other than sent`);
+  };
+
+  const redisPids = findPids("redis-server");
+  const pgBackends = async () => {
+    const { rows } = await maintenance.query<{ pid: number; application_name: string }>(
+      "SELECT pid, application_name FROM pg_stat_activity WHERE datname = $1",
+      [databaseName],
+    );
+    return rows;
+  };
+  let proxies: Awaited<ReturnType<typeof startProxies>> | undefined;
+
+  /** Runs one phase and reads every counter before and after it. */
+  const measure = async <T>(topology: Topology, messages: number, run: () => Promise<T>, countsInbound = true): Promise<{ result: T } & PhaseFigures> => {
+    tracker.dropRecordedRequests();
+    await queueCounter.settle();
+    const classPids = new Map(SERVICE_CLASSES.map((c) => [c, topology.procs.get(c)!.map((p) => p.pid)]));
+    const cpu0 = new Map([...classPids].map(([c, pids]) => [c, sumCpu(pids)]));
+    const self0 = processCpuMs(process.pid)!;
+    const proxyPid = proxies?.child.pid;
+    const proxy0 = proxyPid ? processCpuMs(proxyPid) ?? 0 : 0;
+    const redis0 = sumCpu(redisPids);
+    const machine0 = machineBusyMs();
+    const backends0 = await pgBackends();
+    const pgCpu = new Map<string, CpuOfProcessSet>();
+    const before = new Set(backends0.map((b) => b.pid));
+    const observe = (rows: { pid: number; application_name: string }[]) => {
+      for (const row of rows) {
+        const cls = row.application_name.startsWith(APPLICATION_PREFIX) ? row.application_name.slice(APPLICATION_PREFIX.length) : "other";
+        if (!pgCpu.has(cls)) pgCpu.set(cls, new CpuOfProcessSet(before));
+        pgCpu.get(cls)!.observe([row.pid]);
+      }
+    };
+    observe(backends0);
+    const statements0 = proxies ? await proxies.counts() : undefined;
+    const jobs0 = queueCounter.snapshot();
+    let sampling: Promise<void> | undefined;
+    // Backends come and go with the pools' idle timeout: look at them often.
+    const sampler = setInterval(() => {
+      sampling ??= pgBackends()
+        .then(observe, () => undefined)
+        .finally(() => (sampling = undefined));
+    }, 250);
+    const t0 = Date.now();
+    const result = await run();
+    const wallMs = Date.now() - t0;
+    clearInterval(sampler);
+    await sampling;
+    observe(await pgBackends());
+    const machineMs = machineBusyMs() - machine0;
+    await queueCounter.settle();
+    const jobs = diffQueueCounts(jobs0, queueCounter.snapshot());
+    const statements = proxies && statements0 ? diffStatementMaps(statements0, await proxies.counts()) : undefined;
+    const cpuMs = new Map<string, number>([...classPids].map(([c, pids]) => [c, sumCpu(pids) - cpu0.get(c)!]));
+    const postgresByClass = new Map([...pgCpu].map(([c, set]) => [c, set.totalMs()]));
+    cpuMs.set("postgres", [...postgresByClass.values()].reduce((a, b) => a + b, 0));
+    cpuMs.set("bench", processCpuMs(process.pid)! - self0);
+    if (proxyPid) cpuMs.set("proxy", (processCpuMs(proxyPid) ?? 0) - proxy0);
+    const redisCpuMs = sumCpu(redisPids) - redis0;
+    const accounted = [...cpuMs.values()].reduce((a, b) => a + b, 0) + redisCpuMs;
+    // Every message of a phase is stored once and gets one inbound job; fewer seen means the
+    // counter missed events (the streams are trimmed), and every job figure would be low.
+    const inboundAdds = jobs.added.get("inbound/message.received") ?? 0;
+    if (countsInbound && inboundAdds !== messages) log(`warning: ${inboundAdds} inbound adds seen for ${messages} messages; job counts are suspect`);
+    return { result, messages, wallMs, cpuMs, postgresByClass, redisCpuMs, othersCpuMs: machineMs - accounted, statements, jobs };
+  };
+
+  // ------------------------------------------------------------ statements, through counting proxies
+  let counted: CountedFigures | undefined;
+  if (COUNT_STATEMENTS) {
+    log("statements (services behind counting proxies; their timings are not used):");
+    proxies = await startProxies();
+    const topology = startTopology(proxies.ports);
+    await topology.start(1);
+    await burst(50, chatsFrom(COUNT_PREWARM_CHAT, 25));
+    const chats = chatsFrom(COUNT_CHAT, COUNT_CHATS);
+    const firstContact = await measure(topology, COUNT_CHATS, () => burst(COUNT_CHATS, chats));
+    log(`  first contact: ${COUNT_CHATS} new chats, one message each: ${statementBreakdown(firstContact)} statements/msg`);
+    // Each chat gets a message every few seconds, far more than one answer takes: one message per run.
+    const steadyRate = Math.min(50, COUNT_CHATS);
+    const steady = await measure(topology, COUNT_CHATS, () => paced(steadyRate, COUNT_CHATS / steadyRate, chats));
+    log(`  steady: ${COUNT_CHATS} known chats at ${steadyRate}/s, one message per run: ${statementBreakdown(steady)} statements/msg`);
+    const batched = await measure(topology, 2 * COUNT_CHATS, () => burst(2 * COUNT_CHATS, chats));
+    log(`  burst: ${2 * COUNT_CHATS} messages over the same chats (batched runs): ${statementBreakdown(batched)} statements/msg`);
+    const apiRequests = Math.min(200, API_REQUESTS);
+    const api = await measure(topology, apiRequests, () => apiLoad(sendUrl, auth, apiRequests, "count"), false);
+    log(`  POST /api/send: ${perMessage(api, "gateway")} statements/request`);
+    await drainDeliveries();
+    await topology.stop();
+    counted = { firstContact, steady, batched, api };
+    await proxies.close();
+    proxies = undefined;
+  }
+
+  // ------------------------------------------------------------ timings, services on Postgres directly
+  log("timings (services connected to Postgres directly):");
+  const topology = startTopology();
+  await topology.start(KS[0] ?? 1);
+  const benchChats = chatsFrom(FIRST_CHAT, CHATS);
+  // Unmeasured: connections, JIT and Prisma's caches in the first processes.
+  await burst(100, chatsFrom(PREWARM_CHAT, 50));
+  const firstContact = await measure(topology, CHATS, () => burst(CHATS, benchChats));
+  log(`  first contact: ${CHATS} new chats, one message each: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
+
+  const bursts = new Map<number, BurstFigures>();
+  for (const k of KS) {
+    await topology.scaleTo(k);
+    if (WARMUP > 0) await burst(WARMUP, benchChats);
+    const m = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
+    bursts.set(k, m);
+    log(
+      `  burst K=${k}: ${MESSAGES} messages in ${(m.result.elapsedMs / 1000).toFixed(1)} s (posted in ${(m.result.postedMs / 1000).toFixed(1)} s): ` +
+        `${throughput(m)} msgs/s, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
+    );
+  }
+
+  await topology.scaleTo(PACED_K);
+  const pacedRuns = new Map<number, PacedFigures>();
+  if (WARMUP > 0) await burst(WARMUP, benchChats);
+  for (const rate of PACED_RATES) {
+    const count = Math.max(1, Math.round(rate * PACED_SECONDS));
+    const m = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
+    pacedRuns.set(rate, m);
+    log(
+      `  paced ${rate}/s K=${PACED_K}: ${count} messages, p50 ${percentile(m.result.latencies, 50)} ms, p99 ${percentile(m.result.latencies, 99)} ms, ` +
+        `max ${m.result.latencies.at(-1)} ms, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
+    );
+  }
+
+  await apiLoad(sendUrl, auth, Math.min(200, API_REQUESTS), "warm-up");
+  await drainDeliveries();
+  const api = await measure(topology, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false);
+  await drainDeliveries();
+  log(`  POST /api/send: ${describeLoad(api.result)}, gateway CPU ${fmt((api.cpuMs.get("gateway") ?? 0) / API_REQUESTS, 2)} ms/request`);
+
+  const bare = args["bare-in-bench"]
+    ? await startBareSendServer({ databaseUrl: directUrl.toString(), redisUrl: TEST_REDIS_URL, prefix })
+    : await startBareProcess();
+  cleanups.push(() => bare.close());
+  const bareUrl = new URL(`${bare.address}/send`);
+  await apiLoad(bareUrl, {}, Math.min(200, API_REQUESTS), "warm-up");
+  await drainDeliveries();
+  const bareRun = await apiLoad(bareUrl, {}, API_REQUESTS, "bare");
+  await drainDeliveries();
+  log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}`);
+
+  printSummary({ rawBurst, rawPaced, counted, firstContact, bursts, pacedRuns, api, bareRun });
+
+  async function startBareProcess() {
+    const proc = await startServiceProcess(
+      "bench/support/bare-send.process.ts",
+      { DATABASE_URL: directUrl.toString(), REDIS_URL: TEST_REDIS_URL, NAHIDA_QUEUE_PREFIX: prefix },
+      { readyText: "ready ", timeoutMs: 60_000 },
+    );
+    running.add(proc);
+    const address = /ready (\S+)/.exec(proc.tail())![1]!;
+    return { address, close: () => proc.stop() };
+  }
+}
+
+// ---------------------------------------------------------------- figures
+interface PhaseFigures {
+  messages: number;
+  wallMs: number;
+  /** Per class (service classes, postgres, bench, proxy), ms over the phase. */
+  cpuMs: Map<string, number>;
+  /** Postgres backend CPU by the class that connected (its application_name); "other" for the bench's own. */
+  postgresByClass: Map<string, number>;
+  redisCpuMs: number;
+  /** What the machine's cores did besides all of the above (kernel, Postgres' own processes, anyone else). */
+  othersCpuMs: number;
+  statements: Map<string, StatementCounts> | undefined;
+  jobs: QueueAddCounts;
+}
+
+type BurstFigures = PhaseFigures & { result: { elapsedMs: number; postedMs: number } };
+type PacedFigures = PhaseFigures & { result: { latencies: number[] } };
+interface CountedFigures {
+  firstContact: PhaseFigures;
+  steady: PhaseFigures;
+  batched: PhaseFigures;
+  api: PhaseFigures;
+}
+
+function sumCpu(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
+}
+
+function findPids(comm: string): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((pid) => processName(pid) === comm);
+}
+
+async function startProxies() {
+  const url = new URL(TEST_POSTGRES_URL);
+  const child: ChildProcess = fork(`${REPO_ROOT}bench/support/pg-counting-proxy.process.ts`, [], {
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, PG_UPSTREAM_HOST: url.hostname, PG_UPSTREAM_PORT: url.port || "5432", PROXY_CLASSES: SERVICE_CLASSES.join(",") },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const ports = await new Promise<Record<ServiceClass, number>>((resolve, reject) => {
+    child.once("message", (m: { type: string; ports: Record<ServiceClass, number> }) => resolve(m.ports));
+    child.once("exit", (code) => reject(new Error(`counting proxy exited (${code})`)));
+  });
+  let closed: Promise<unknown> | undefined;
+  const close = () => {
+    if (!closed) {
+      closed = new Promise((r) => child.once("exit", r));
+      child.disconnect();
+    }
+    return closed;
+  };
+  cleanups.push(close);
+  const snapshot = () =>
+    new Promise<ProxySnapshotMessage>((resolve) => {
+      const onMessage = (m: ProxySnapshotMessage) => {
+        if (m.type !== "snapshot") return;
+        child.off("message", onMessage);
+        resolve(m);
+      };
+      child.on("message", onMessage);
+      child.send({ type: "snapshot" });
+    });
+  return {
+    child,
+    ports,
+    close,
+    async counts(): Promise<Map<string, StatementCounts>> {
+      const s = await snapshot();
+      return new Map(Object.entries(s.counts).map(([cls, c]) => [cls, { total: c.total, bySql: new Map(c.bySql) }]));
+    },
+  };
+}
+
+function diffStatementMaps(before: Map<string, StatementCounts>, after: Map<string, StatementCounts>): Map<string, StatementCounts> {
+  return new Map([...after].map(([cls, counts]) => [cls, diffCounts(before.get(cls) ?? { total: 0, bySql: new Map() }, counts)]));
+}
+
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+
+function throughput(m: PhaseFigures & { result: { elapsedMs: number } }): string {
+  return fmt((m.messages * 1000) / m.result.elapsedMs, 0);
+}
+
+function totalCpuPerMessage(m: PhaseFigures): number {
+  let sum = 0;
+  for (const [cls, ms] of m.cpuMs) if (cls !== "bench" && cls !== "proxy") sum += ms;
+  return sum / m.messages;
+}
+
+function cpuBreakdown(m: PhaseFigures): string {
+  const parts = [...m.cpuMs].map(([cls, ms]) => `${cls} ${fmt(ms / m.messages, 2)}`);
+  return `${parts.join(", ")}; Redis (whole server) ${fmt(m.redisCpuMs / m.messages, 2)}`;
+}
+
+function statementsOf(m: PhaseFigures, only?: string): number {
+  return [...(m.statements ?? [])].filter(([cls]) => !only || cls === only).reduce((sum, [, c]) => sum + c.total, 0);
+}
+
+function perMessage(m: PhaseFigures, only?: ServiceClass): string {
+  return m.statements ? fmt(statementsOf(m, only) / m.messages) : "n/a";
+}
+
+function statementBreakdown(m: PhaseFigures): string {
+  if (!m.statements) return "n/a (--no-proxy)";
+  const parts = SERVICE_CLASSES.map((cls) => `${cls} ${fmt(statementsOf(m, cls) / m.messages)}`);
+  return `${perMessage(m)} (${parts.join(", ")})`;
+}
+
+function jobsPerMessage(m: PhaseFigures): string {
+  const total = [...m.jobs.added.values()].reduce((a, b) => a + b, 0);
+  return fmt(total / m.messages, 2);
+}
+
+function jobBreakdown(m: PhaseFigures): string {
+  const parts = [...m.jobs.added].sort(([a], [b]) => a.localeCompare(b)).map(([name, n]) => `${name} ${fmt(n / m.messages, 2)}`);
+  const refused = [...m.jobs.notCreated].map(([name, n]) => `${name} ${fmt(n / m.messages, 2)}`);
+  return `${jobsPerMessage(m)} (${parts.join(", ")})${refused.length ? `; adds that created no job: ${refused.join(", ")}` : ""}`;
+}
+
+function cpuSummary(m: PhaseFigures): string {
+  const per = (ms: number) => fmt(ms / m.messages, 2);
+  const services = ["ingress", "agent-worker", "delivery", "gateway", "postgres"].map((cls) => `${cls === "agent-worker" ? "agent" : cls} ${per(m.cpuMs.get(cls) ?? 0)}`);
+  return `${fmt(totalCpuPerMessage(m), 2)} ms (${services.join(", ")}; not in the sum: bench ${per(m.cpuMs.get("bench") ?? 0)}, Redis ${per(m.redisCpuMs)}, rest of the machine ${per(m.othersCpuMs)})`;
+}
+
+function describeLoad(r: LoadResult): string {
+  const bad = [...r.unexpected].map(([status, n]) => `${n}× ${status || "error"}`);
+  return `${r.requests} requests, ${fmt(r.requestsPerSecond, 0)} req/s, p50 ${fmt(r.p50Ms)} ms, p99 ${fmt(r.p99Ms)} ms${bad.length ? `, unexpected: ${bad.join(", ")}` : ""}`;
+}
+
+function printSummary(o: {
+  rawBurst: RawBurstResult;
+  rawPaced: Map<number, RawPacedResult>;
+  counted: CountedFigures | undefined;
+  firstContact: PhaseFigures;
+  bursts: Map<number, BurstFigures>;
+  pacedRuns: Map<number, PacedFigures>;
+  api: PhaseFigures & { result: LoadResult };
+  bareRun: LoadResult;
+}): void {
+  const rows: [string, string, string][] = [];
+  const rawJobs = o.rawBurst.jobsPerSecond;
+  const rawCpu = `raw two-hop ${fmt(o.rawBurst.cpuMsPerJob, 2)} ms/job`;
+  for (const [k, m] of o.bursts) {
+    const tp = (m.messages * 1000) / m.result.elapsedMs;
+    rows.push([`burst throughput, K=${k}`, `${fmt(tp, 0)} msgs/s`, `raw BullMQ two-hop ${fmt(rawJobs, 0)} jobs/s; ratio ${fmt(tp / rawJobs, 3)}`]);
+  }
+  for (const [rate, m] of o.pacedRuns) {
+    const r = o.rawPaced.get(rate);
+    rows.push([
+      `paced ${rate} msg/s, K=${PACED_K}, POST to sendMessage`,
+      `p50 ${percentile(m.result.latencies, 50)} ms, p99 ${percentile(m.result.latencies, 99)} ms`,
+      r ? `raw two-hop paced ${rate}/s: p50 ${fmt(r.p50Ms)} ms, p99 ${fmt(r.p99Ms)} ms` : "",
+    ]);
+  }
+  for (const [k, m] of o.bursts) rows.push([`CPU per message, burst K=${k}`, cpuSummary(m), rawCpu]);
+  for (const [rate, m] of o.pacedRuns) rows.push([`CPU per message, paced ${rate}/s`, cpuSummary(m), rawCpu]);
+  rows.push([`CPU per message, first contact`, cpuSummary(o.firstContact), ""]);
+  if (o.counted) {
+    rows.push([`Postgres statements per message, steady (one message per run)`, statementBreakdown(o.counted.steady), ""]);
+    rows.push([`Postgres statements per message, first contact`, statementBreakdown(o.counted.firstContact), ""]);
+    rows.push([`Postgres statements per message, burst (batched runs)`, statementBreakdown(o.counted.batched), ""]);
+  }
+  const steady = o.pacedRuns.values().next().value;
+  if (steady) rows.push([`queue jobs per message, steady (paced ${[...o.pacedRuns.keys()][0]}/s)`, jobBreakdown(steady), "raw two-hop: 2"]);
+  rows.push([`queue jobs per message, first contact`, jobBreakdown(o.firstContact), ""]);
+  for (const [k, m] of o.bursts) rows.push([`queue jobs per message, burst K=${k}`, jobBreakdown(m), ""]);
+  const apiRps = o.api.result.requestsPerSecond;
+  rows.push([
+    `POST /api/send, ${API_CONCURRENCY} in flight`,
+    `${fmt(apiRps, 0)} req/s, p99 ${fmt(o.api.result.p99Ms)} ms`,
+    `bare Fastify + INSERT + queue add: ${fmt(o.bareRun.requestsPerSecond, 0)} req/s, p99 ${fmt(o.bareRun.p99Ms)} ms; ratio ${fmt(apiRps / o.bareRun.requestsPerSecond, 2)}`,
+  ]);
+  rows.push([
+    `POST /api/send, per request`,
+    `${o.counted ? `${perMessage(o.counted.api, "gateway")} statements, ` : ""}gateway CPU ${fmt((o.api.cpuMs.get("gateway") ?? 0) / o.api.messages, 2)} ms`,
+    "bare: 1 statement, 1 queue add",
+  ]);
+
+  const header = ["figure", "now", "baseline, same run"] as const;
+  const widths = [0, 1, 2].map((i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: readonly string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  log("");
+  log(line(header));
+  log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
+  for (const r of rows) log(line(r));
+
+  if (o.counted && TOP > 0) {
+    log("");
+    log(`statements per message by process class, steady, top ${TOP}:`);
+    printTopStatements(o.counted.steady);
+    log("");
+    log(`statements per message by process class, first contact, top ${TOP}:`);
+    printTopStatements(o.counted.firstContact);
+    log("");
+    log(`statements per POST /api/send, top ${TOP}:`);
+    printTopStatements(o.counted.api, ["gateway"]);
+  }
+  const pgSplit = (m: PhaseFigures) =>
+    [...m.postgresByClass].filter(([, ms]) => ms > 0).map(([cls, ms]) => `${cls} ${fmt(ms / m.messages, 2)}`).join(", ");
+  log("");
+  if (steady) log(`Postgres backend CPU per message by the class it serves (ms): paced ${[...o.pacedRuns.keys()][0]}/s: ${pgSplit(steady)}`);
+  const lastBurst = [...o.bursts].at(-1);
+  if (lastBurst) log(`  burst K=${lastBurst[0]}: ${pgSplit(lastBurst[1])}`);
+  const phases: PhaseFigures[] = [o.firstContact, ...o.bursts.values(), ...o.pacedRuns.values(), o.api];
+  const others = phases.reduce((a, m) => a + m.othersCpuMs, 0) / phases.reduce((a, m) => a + m.wallMs, 0);
+  log(
+    `machine: ${availableParallelism()} cores; besides the bench, its services, Postgres backends and Redis, ` +
+      `the machine was busy ${fmt(others * 100, 0)} % of one core on average during the measured phases` +
+      (others > 0.25 ? ". WARNING: something else was running; these figures understate the code" : ""),
+  );
+}
+
+function printTopStatements(m: PhaseFigures, classes: readonly string[] = SERVICE_CLASSES): void {
+  for (const cls of classes) {
+    const counts = m.statements?.get(cls);
+    if (!counts || counts.total === 0) continue;
+    log(`  ${cls}: ${fmt(counts.total / m.messages)}`);
+    const top = [...counts.bySql].sort((a, b) => b[1] - a[1]).slice(0, TOP);
+    for (const [sql, n] of top) log(`    ${fmt(n / m.messages, 2).padStart(6)}  ${shortSql(sql)}`);
+  }
+}
+
+/** Prisma's SQL, readable on one line: `"public"."t"."c"` as `c`, long lists elided, at most 180 characters. */
+function shortSql(sql: string): string {
+  const short = sql
+    .replace(/"public"\."(\w+)"\."(\w+)"/g, "$2")
+    .replace(/"public"\."(\w+)"/g, "$1")
+    .replace(/^SELECT ((?:\w+, ){4,}\w+) FROM/, (_, cols: string) => `SELECT <${cols.split(", ").length} columns> FROM`)
+    .replace(/\(((?:"?\w+"?,){4,}"?\w+"?)\)/g, (_, cols: string) => `(<${cols.split(",").length} columns>)`)
+    .replace(/VALUES \(((?:\$\d+,){4,}\$\d+)\)/g, (_, vals: string) => `VALUES (<${vals.split(",").length} values>)`);
+  return short.length > 180 ? `${short.slice(0, 177)}...` : short;
+}
+
+try {
+  await main();
+  await cleanup();
+  process.exit(0);
+} catch (error) {
+  console.error(error);
+  for (const p of running) console.error(`--- pid ${p.pid} output (tail):\n${p.tail().slice(-3000)}`);
+  await cleanup();
+  process.exit(1);
+}
