@@ -399,10 +399,11 @@ async function main(): Promise<void> {
     if (proxyPid) cpuMs.set("proxy", (processCpuMs(proxyPid) ?? 0) - proxy0);
     const redisCpuMs = sumCpu(redisPids) - redis0;
     const accounted = [...cpuMs.values()].reduce((a, b) => a + b, 0) + redisCpuMs;
-    // Every message of a phase is stored once and gets one inbound job; fewer seen means the
-    // counter missed events (the streams are trimmed), and every job figure would be low.
-    const inboundAdds = jobs.added.get("inbound/message.received") ?? 0;
-    if (countsInbound && inboundAdds !== messages) log(`warning: ${inboundAdds} inbound adds seen for ${messages} messages; job counts are suspect`);
+    // The ingress wakes the lane of every message it stores (a job, or one absorbed by the
+    // lane's deduplication id); fewer events seen means the counter missed some (the
+    // streams are trimmed), and every job figure would be low.
+    const wakes = (jobs.added.get("lanes/lane.wake") ?? 0) + (jobs.notCreated.get("lanes deduplicated") ?? 0);
+    if (countsInbound && wakes < messages) log(`warning: ${wakes} lane wakes seen for ${messages} messages; job counts are suspect`);
     return { result, messages, wallMs, cpuMs, postgresByClass, redisCpuMs, othersCpuMs: machineMs - accounted, statements, jobs };
   };
 
