@@ -140,6 +140,23 @@ describe("Telegram conversation end to end (polling)", () => {
     expect(stored.rows.map((r) => r.role)).toEqual(["user", "assistant", "tool", "assistant", "tool", "assistant"]);
   });
 
+  it("stores an answer cut inside an emoji (a lone surrogate) with U+FFFD, and keeps the batch's turns in order", async () => {
+    const chat = 123456790;
+    h.openai.onRequest((request) => (JSON.stringify(request.body.messages).includes("cut-me") ? { content: "cut short \ud83d" } : undefined));
+    h.telegram.pushUpdate(privateText(chat, "cut-me"));
+    const [reply] = await sentTo(h, chat, 1);
+    h.openai.onRequest(undefined);
+    expect(reply!.params.text).toContain("cut short");
+    const turns = await db.query(
+      `SELECT t.role, t.content FROM turns t JOIN chats c ON c.current_session_id = t.session_id WHERE c.address = $1 ORDER BY t.seq`,
+      [`telegram:private:${chat}`],
+    );
+    expect(turns.rows).toEqual([
+      { role: "user", content: "cut-me" },
+      { role: "assistant", content: "cut short \ufffd" },
+    ]);
+  });
+
   it("answers an update delivered twice once", async () => {
     const chat = 200000003;
     h.openai.enqueue({ content: "Only once." });

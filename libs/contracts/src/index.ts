@@ -9,3 +9,4 @@ export * from "./history-view";
 export * from "./enums";
 export * from "./clock";
 export * from "./recovery";
+export * from "./well-formed";

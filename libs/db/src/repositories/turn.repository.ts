@@ -1,6 +1,6 @@
+import { wellFormed } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { Turn } from "../generated/prisma/client";
-import type { Prisma } from "../generated/prisma/client";
 
 export type TurnRole = "user" | "assistant" | "tool" | "system" | "event";
 
@@ -19,20 +19,23 @@ export class TurnRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   async append(sessionId: string, turns: NewTurn[], tx: Tx): Promise<void> {
-    // One insert per turn keeps `seq` in the order given.
-    for (const turn of turns) {
-      await tx.turn.create({
-        data: {
-          sessionId,
-          role: turn.role,
-          content: turn.content,
-          metadata: (turn.metadata ?? {}) as Prisma.InputJsonValue,
-          source: turn.source ?? (turn.role === "user" ? "user" : "agent"),
-          inboundMessageId: turn.inboundMessageId ?? null,
-          runId: turn.runId ?? null,
-        },
-      });
-    }
+    if (turns.length === 0) return;
+    const rows = turns.map((turn) => ({
+      role: turn.role,
+      content: turn.content,
+      metadata: turn.metadata ?? {},
+      source: turn.source ?? (turn.role === "user" ? "user" : "agent"),
+      inbound_message_id: turn.inboundMessageId ?? null,
+      run_id: turn.runId ?? null,
+    }));
+    // One statement for the whole batch; rows are fed in the order given, so `seq` (taken
+    // from its sequence row by row) keeps that order.
+    await tx.$executeRaw`
+      INSERT INTO turns (id, session_id, role, content, metadata, source, inbound_message_id, run_id)
+      SELECT gen_random_uuid(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
+             (t.elem->>'inbound_message_id')::uuid, (t.elem->>'run_id')::uuid
+        FROM jsonb_array_elements(${JSON.stringify(rows, (_key, value: unknown) => (typeof value === "string" ? wellFormed(value) : value))}::jsonb) WITH ORDINALITY AS t(elem, ord)
+       ORDER BY t.ord`;
   }
 
   /** The last `limit` turns of a session, oldest first. */

@@ -1,4 +1,5 @@
 import OpenAI from "openai";
+import { wellFormed } from "@nahida/contracts";
 
 /** One message in the chat-completions shape the agent loop speaks. */
 export type ChatMessage =
@@ -72,9 +73,10 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
       );
       const message = response.choices[0]?.message;
       const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
-        call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }] : [],
+        call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: wellFormed(call.function.arguments) } }] : [],
       );
-      return { content: message?.content ?? null, toolCalls };
+      // What the model says is stored and sent; it must be text Postgres takes.
+      return { content: message?.content == null ? null : wellFormed(message.content), toolCalls };
     },
   };
 }
