@@ -132,7 +132,8 @@ export class LaneProducer {
 }
 
 type RunOutcome =
-  | { kind: "ran" }
+  /** `lastSeq`: the newest item the run took (absent when nothing ran). */
+  | { kind: "ran"; lastSeq?: bigint }
   | { kind: "empty" }
   | { kind: "lease-lost" }
   | { kind: "handed-back" }
@@ -241,6 +242,7 @@ export class LaneRuntime {
 
     let outcome: DrainOutcome = "drained";
     let retryInMs = 0;
+    let released = false;
     try {
       for (let runs = 0; ; runs++) {
         if (runs >= this.o.maxRunsPerClaim || this.stopping) {
@@ -262,16 +264,22 @@ export class LaneRuntime {
           outcome = "lease-lost";
           break;
         }
+        // Caught up: nothing was appended since the run began, so give the lane back now
+        // (one statement instead of reading the empty lane, releasing and looking again).
+        if (result.lastSeq !== undefined && (await this.store.releaseIfCaughtUp(lease, result.lastSeq))) {
+          released = true;
+          break;
+        }
       }
     } finally {
       clearInterval(heartbeat);
-      if (outcome !== "lease-lost") await this.store.release(lease);
+      if (outcome !== "lease-lost" && !released) await this.store.release(lease);
     }
     // Release, then look again: an item committed after our last read but before the
     // release found the lease held and its wake returned "busy"; this check sees it.
     if (outcome === "failed") {
       await this.options.wakeQueue.add("lane.wake", { laneKey }, { delay: retryInMs });
-    } else if (outcome !== "lease-lost" && (await this.store.hasOpenItems(laneKey))) {
+    } else if (!released && outcome !== "lease-lost" && (await this.store.hasOpenItems(laneKey))) {
       await this.producer.wake(laneKey);
     }
     return outcome;
@@ -290,6 +298,8 @@ export class LaneRuntime {
       return { kind: "ran" };
     }
 
+    // Open items come oldest first, so every open item up to this one is in the run.
+    const lastSeq = open.reduce((max, i) => (i.seq > max ? i.seq : max), 0n);
     let runId: string;
     try {
       runId = await this.store.startRun(lease, this.options.workerId, open);
@@ -328,7 +338,7 @@ export class LaneRuntime {
     try {
       await this.options.handler(context);
       if (!committed) await context.commit(async () => undefined);
-      return { kind: "ran" };
+      return { kind: "ran", lastSeq };
     } catch (error) {
       if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
         this.options.logger.warn({ laneKey: lease.laneKey, runId }, "lease lost; run discarded");
@@ -337,7 +347,7 @@ export class LaneRuntime {
       if (committed) {
         // The results are in; what failed came after (enqueueing is swept up elsewhere).
         this.options.logger.warn({ laneKey: lease.laneKey, runId, err: (error as Error).message }, "run failed after its commit");
-        return { kind: "ran" };
+        return { kind: "ran", lastSeq };
       }
       if (runSignal.reason instanceof ShutdownError) {
         await this.store.handBack(lease, runId);

@@ -119,6 +119,24 @@ export class LaneStore {
     );
   }
 
+  /**
+   * Releases the lease only if the lane's newest item is `lastSeq` (the newest item of the
+   * run just committed; older open items would have been in that run, which takes the
+   * oldest first): the one statement that both gives the lane back and looks again. An
+   * append increments `last_seq` under the lane row's lock, and an UPDATE that waited for
+   * that lock checks its condition against the row as the append left it, so an item
+   * committed at any moment is either seen here (false: run again) or finds the lease free
+   * for its wake.
+   */
+  async releaseIfCaughtUp(lease: Lease, lastSeq: bigint): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+        WHERE key = $1 AND lease_token = $2::uuid AND last_seq = $3`,
+      [lease.laneKey, lease.token, lastSeq.toString()],
+    );
+    return rowCount === 1;
+  }
+
   /** Open items in arrival order. `running` ones belong to a run whose worker died. */
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
     const { rows } = await this.pool.query<Omit<LaneItemRow, "seq"> & { seq: string }>(
