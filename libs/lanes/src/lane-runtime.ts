@@ -225,10 +225,18 @@ export class LaneRuntime {
 
   /** Takes the lane if free and runs its open items batch by batch until none are left. */
   async drain(laneKey: string): Promise<DrainOutcome> {
-    const lease = await this.store.tryClaim(laneKey, this.options.workerId, this.o.timings.laneLeaseMs);
+    // The first run's claim, read and start are one statement.
+    const claimed = await this.store.claimAndStart(laneKey, this.options.workerId, this.o.timings.laneLeaseMs, {
+      workerId: this.options.workerId,
+      maxBatchSize: this.o.maxBatchSize,
+      maxAttempts: this.o.maxAttempts,
+    });
     // Busy: the holder re-checks for open items after it releases (below), and a dead
     // holder's lane is found by the sweeper once its lease expires.
-    if (!lease) return "busy";
+    if (!claimed) return "busy";
+    const { lease } = claimed;
+    if (claimed.abandoned.length > 0) this.logAbandoned(laneKey, claimed.abandoned);
+    let prepared = claimed.run ?? undefined;
 
     const leaseLost = new AbortController();
     const heartbeat = setInterval(() => {
@@ -246,10 +254,13 @@ export class LaneRuntime {
     try {
       for (let runs = 0; ; runs++) {
         if (runs >= this.o.maxRunsPerClaim || this.stopping) {
+          // A run the claim started but that will not run now goes back uncounted.
+          if (prepared) await this.store.handBack(lease, prepared.runId);
           outcome = "yielded";
           break;
         }
-        const result = await this.runOnce(lease, leaseLost.signal);
+        const result = await this.runOnce(lease, leaseLost.signal, prepared);
+        prepared = undefined;
         if (result.kind === "empty") break;
         if (result.kind === "handed-back") {
           outcome = "yielded";
@@ -285,32 +296,41 @@ export class LaneRuntime {
     return outcome;
   }
 
-  private async runOnce(lease: Lease, signal: AbortSignal): Promise<RunOutcome> {
-    const limit = lease.mode === "followup" ? 1 : this.o.maxBatchSize;
-    const open = await this.store.openItems(lease.laneKey, limit);
-    if (open.length === 0) return { kind: "empty" };
+  private logAbandoned(laneKey: string, itemIds: string[]): void {
+    this.options.logger.error({ laneKey, items: itemIds }, "lane items abandoned");
+  }
 
-    // Items whose earlier runs all died (crashing the worker each time) are given up on.
-    const exhausted = open.filter((i) => i.attempts >= this.o.maxAttempts);
-    if (exhausted.length > 0) {
-      await this.store.abandon(lease, exhausted.map((i) => i.id), `gave up after ${this.o.maxAttempts} attempts`);
-      this.options.logger.error({ laneKey: lease.laneKey, items: exhausted.map((i) => i.id) }, "lane items abandoned");
-      return { kind: "ran" };
-    }
-
-    // Open items come oldest first, so every open item up to this one is in the run.
-    const lastSeq = open.reduce((max, i) => (i.seq > max ? i.seq : max), 0n);
+  /** Reads and starts the next run (unless `prepared` by the claim), runs it and commits. */
+  private async runOnce(lease: Lease, signal: AbortSignal, prepared?: { runId: string; items: LaneItemRow[] }): Promise<RunOutcome> {
     let runId: string;
-    try {
-      runId = await this.store.startRun(lease, this.options.workerId, open);
-    } catch (error) {
-      if (error instanceof LeaseLostError) return { kind: "lease-lost" };
-      throw error;
+    let items: LaneItemRow[];
+    if (prepared) {
+      ({ runId, items } = prepared);
+    } else {
+      const limit = lease.mode === "followup" ? 1 : this.o.maxBatchSize;
+      const open = await this.store.openItems(lease.laneKey, limit);
+      if (open.length === 0) return { kind: "empty" };
+
+      // Items whose earlier runs all died (crashing the worker each time) are given up on.
+      const exhausted = open.filter((i) => i.attempts >= this.o.maxAttempts);
+      if (exhausted.length > 0) {
+        await this.store.abandon(lease, exhausted.map((i) => i.id), `gave up after ${this.o.maxAttempts} attempts`);
+        this.logAbandoned(lease.laneKey, exhausted.map((i) => i.id));
+        return { kind: "ran" };
+      }
+      try {
+        runId = await this.store.startRun(lease, this.options.workerId, open);
+      } catch (error) {
+        if (error instanceof LeaseLostError) return { kind: "lease-lost" };
+        throw error;
+      }
+      items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
     }
+    // Open items come oldest first, so every open item up to this one is in the run.
+    const lastSeq = items.reduce((max, i) => (i.seq > max ? i.seq : max), 0n);
     const stop = new AbortController();
     this.active.set(lease.laneKey, stop);
     const runSignal = AbortSignal.any([signal, stop.signal]);
-    const items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
     let committed = false;
     const rejected = new Map<string, string>();
     const context: LaneRunContext = {

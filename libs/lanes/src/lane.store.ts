@@ -103,6 +103,66 @@ export class LaneStore {
     return { laneKey, token, mode: mode.success ? mode.data : "collect" };
   }
 
+  /**
+   * Claim, read and start in one statement: takes the lease if the lane is free (as
+   * `tryClaim`), reads its oldest open items (one in `followup` mode), gives up on those
+   * already tried `maxAttempts` times (their runs all died), and starts a run over the rest
+   * (as `startRun`). Null when another worker holds the lane or it is backing off.
+   */
+  async claimAndStart(
+    laneKey: string,
+    owner: string,
+    leaseMs: number,
+    o: { workerId: string; maxBatchSize: number; maxAttempts: number },
+  ): Promise<{ lease: Lease; run: { runId: string; items: LaneItemRow[] } | null; abandoned: string[] } | null> {
+    const token = randomUUID();
+    const runId = randomUUID();
+    const { rows } = await this.pool.query<{ mode: string | null; run_id: string | null; items: { id: string; seq: string; kind: string; refId: string; attempts: number }[]; abandoned: string[] }>(
+      `WITH lane AS (
+         UPDATE lanes SET lease_owner = $2, lease_token = $3::uuid,
+                lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+          WHERE key = $1
+            AND (lease_token IS NULL OR lease_expires_at < now())
+            AND (retry_at IS NULL OR retry_at <= now())
+         RETURNING key, mode
+       ), open AS (
+         SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts
+           FROM lane_items i JOIN lane ON i.lane_key = lane.key
+          WHERE i.status IN ('pending', 'running')
+          ORDER BY i.seq
+          LIMIT (SELECT CASE WHEN mode = 'followup' THEN 1 ELSE $5 END FROM lane)
+       ), runnable AS (
+         SELECT * FROM open WHERE attempts < $6
+       ), abandoned AS (
+         UPDATE lane_items SET status = 'failed', error = $7, done_at = now()
+          WHERE id IN (SELECT id FROM open WHERE attempts >= $6)
+         RETURNING id
+       ), lost AS (
+         UPDATE lane_runs SET status = 'lost', finished_at = now()
+          WHERE id IN (SELECT run_id FROM runnable WHERE run_id IS NOT NULL) AND status = 'running'
+       ), run AS (
+         INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
+         SELECT $8::uuid, key, $9, 'running', (SELECT count(*)::int FROM runnable) FROM lane
+          WHERE EXISTS (SELECT 1 FROM runnable)
+         RETURNING id
+       ), taken AS (
+         UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
+          WHERE id IN (SELECT id FROM runnable) AND EXISTS (SELECT 1 FROM run)
+         RETURNING id, seq, kind, ref_id, attempts
+       )
+       SELECT (SELECT mode FROM lane) AS mode, (SELECT id::text FROM run) AS run_id,
+              coalesce((SELECT json_agg(json_build_object('id', id::text, 'seq', seq::text, 'kind', kind, 'refId', ref_id, 'attempts', attempts) ORDER BY seq) FROM taken), '[]'::json) AS items,
+              coalesce((SELECT json_agg(id::text) FROM abandoned), '[]'::json) AS abandoned`,
+      [laneKey, owner, token, leaseMs, o.maxBatchSize, o.maxAttempts, `gave up after ${o.maxAttempts} attempts`, runId, o.workerId],
+    );
+    const row = rows[0];
+    if (!row || row.mode === null) return null;
+    const mode = LaneMode.safeParse(row.mode);
+    const lease: Lease = { laneKey, token, mode: mode.success ? mode.data : "collect" };
+    const items: LaneItemRow[] = row.items.map((i) => ({ id: i.id, seq: BigInt(i.seq), kind: i.kind, refId: i.refId, status: "running", runId, attempts: i.attempts }));
+    return { lease, run: row.run_id ? { runId: row.run_id, items } : null, abandoned: row.abandoned };
+  }
+
   /** Extends the lease; false once it has been taken over. */
   async renew(lease: Lease, leaseMs: number): Promise<boolean> {
     const { rowCount } = await this.pool.query(
