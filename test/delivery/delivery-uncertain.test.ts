@@ -31,10 +31,12 @@ describe("a part the platform accepted but the ledger never recorded (delivery s
     redis = createRedis({ url: TEST_REDIS_URL });
     outbound = new TypedQueue("outbound", { connection: redis, prefix: h.prefix });
     admin = new pg.Client({ connectionString: h.databaseUrl });
+    // The outage test terminates this connection too.
+    admin.on("error", () => undefined);
     await admin.connect();
   });
   afterAll(async () => {
-    await admin?.end();
+    await admin?.end().catch(() => undefined);
     await outbound?.close();
     redis?.disconnect();
     await database?.close();
@@ -78,5 +80,42 @@ describe("a part the platform accepted but the ledger never recorded (delivery s
     expect(row.uncertainParts).toEqual([0]);
     expect(row.platformMessageIds).toEqual([]);
     expect(h.telegram.sent(chat).map((c) => c.params.text)).toEqual(["backup done"]);
+  });
+
+  it("a Postgres outage longer than the lease after Telegram accepted a part: recorded once it is back, never sent again", async () => {
+    const chat = newChat();
+    const database = new URL(h.databaseUrl).pathname.slice(1);
+    const killer = new pg.Client({ connectionString: h.databaseUrl.replace(`/${database}`, "/postgres") });
+    await killer.connect();
+    try {
+      h.telegram.afterAccepting(
+        "sendMessage",
+        async () => {
+          // Every backend of the database is cut, again and again, for longer than the lease.
+          const until = Date.now() + LEASE_MS + 1_000;
+          const purge = () =>
+            killer.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database]);
+          await purge();
+          const timer = setInterval(() => (Date.now() > until ? clearInterval(timer) : void purge().catch(() => undefined)), 100);
+        },
+        { chatId: chat },
+      );
+      const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse({ text: "nightly report" }), source: "test" });
+      await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
+      const row = await waitFor(
+        async () => {
+          const found = await deliveries.get(created.id).catch(() => null);
+          return found && found.status === "sent" ? found : undefined;
+        },
+        30_000,
+        "the delivery to be recorded as sent",
+        200,
+      );
+      expect(row.uncertainParts).toEqual([]);
+      expect(row.platformMessageIds).toEqual(["1"]);
+      expect(h.telegram.sent(chat).map((c) => c.params.text)).toEqual(["nightly report"]);
+    } finally {
+      await killer.end();
+    }
   });
 });

@@ -23,8 +23,9 @@ export interface RecoveryTimings {
   /** A `sending` delivery silent this long may be taken over (its sender touches it while alive). */
   sendingTakeoverMs: number;
   /**
-   * How long a part the platform accepted is retried into the ledger through an outage.
-   * Past it, the send stops and its takeover treats the part as one of unknown outcome.
+   * How long recording a part the platform accepted is retried on an error that is not an
+   * outage (an outage is waited out however long it lasts). Past it, the send stops and
+   * its takeover treats the part as one of unknown outcome.
    */
   recordRetryMs: number;
   /** A delivery queued or sending this long with no progress gets its job re-added if it was lost. */

@@ -95,8 +95,12 @@ const OUTAGE_MESSAGE =
 export function isOutage(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const meta = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown } } } }).meta;
-    const codes = [meta?.driverAdapterError?.cause?.originalCode, (e as { code?: unknown }).code];
-    if (codes.some((code) => typeof code === "string" && (OUTAGE_CODE.test(code) || OUTAGE_NODE_CODES.has(code)))) return true;
+    const sqlState = [meta?.driverAdapterError?.cause?.originalCode, (e as { code?: unknown }).code];
+    if (sqlState.some((code) => typeof code === "string" && OUTAGE_CODE.test(code))) return true;
+    // Socket codes count only on the error itself (as pg and Prisma throw them): deeper in a
+    // chain they are some other client's, such as the LLM client's fetch failing.
+    const code = (e as { code?: unknown }).code;
+    if (depth === 0 && typeof code === "string" && OUTAGE_NODE_CODES.has(code)) return true;
     const kind = meta?.driverAdapterError?.cause?.kind;
     if (typeof kind === "string" && /NotReachable|ConnectionClosed|TooManyConnections|SocketTimeout/i.test(kind)) return true;
     if (e instanceof Error && OUTAGE_MESSAGE.test(e.message)) return true;

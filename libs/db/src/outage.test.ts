@@ -35,5 +35,8 @@ describe("isOutage", () => {
     expect(isDataError(bad)).toBe(true);
     expect(isOutage(bad)).toBe(false);
     expect(isOutage(new Error("always fails"))).toBe(false);
+    // The LLM client's failure to connect carries the socket code deep in its causes: not ours.
+    const llmDown = new Error("Connection error.", { cause: new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }) }) });
+    expect(isOutage(llmDown)).toBe(false);
   });
 });

@@ -378,8 +378,12 @@ export class LaneRuntime {
       if (isOutage(error)) {
         // Postgres or Redis is away: not the items' fault, so the attempt does not count
         // (a few outages in a row must not give up on a message). Try again after a pause.
-        this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run hit an outage; handed back");
-        await this.store.handBack(lease, runId);
+        this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run hit an outage; handing it back");
+        // The hand-back needs the database too; if it is still away the lease runs out and
+        // the lane is taken over later (the attempt then stays counted).
+        await this.store.handBack(lease, runId).catch((e: unknown) =>
+          this.options.logger.warn({ laneKey: lease.laneKey, runId, err: (e as Error).message }, "could not hand the run back yet"),
+        );
         return { kind: "failed", retryInMs: this.o.retryBackoffMs };
       }
       this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run failed");

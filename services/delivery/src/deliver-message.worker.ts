@@ -1,6 +1,6 @@
 import { DelayedError, type Job } from "bullmq";
 import { OutboundMessage, parseChatAddress, type Clock, type RecoveryTimings } from "@nahida/contracts";
-import type { DeliveryRepository } from "@nahida/db";
+import { isOutage, type DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
 import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
@@ -42,9 +42,11 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
   const maxRecordWaitMs = Math.max(100, Math.floor(o.timings.recordRetryMs / 10));
   /**
    * Records what the platform accepted (a part, or the whole send), retrying through a
-   * database outage: the platform has the message, so failing the send here would make its
-   * retry send the part again. After `recordRetryMs` the failure goes on, the row stays
-   * `sending`, and its takeover treats the part as one of unknown outcome.
+   * database outage for as long as it lasts: the platform has the message, so failing the
+   * send here would make its retry send the part again (the writes are fenced on the claim,
+   * so a late one after a takeover changes nothing). Any other error is retried for
+   * `recordRetryMs`; then the row stays `sending`, and its takeover treats the part as one
+   * of unknown outcome.
    */
   async function throughOutage<T>(deliveryId: string, what: string, write: () => Promise<T>): Promise<T> {
     const deadline = o.clock.now().getTime() + o.timings.recordRetryMs;
@@ -52,7 +54,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
       try {
         return await write();
       } catch (error) {
-        if (o.clock.now().getTime() + waitMs > deadline) throw error;
+        if (!isOutage(error) && o.clock.now().getTime() + waitMs > deadline) throw error;
         o.logger.warn({ deliveryId, err: (error as Error).message }, `could not record ${what} yet; retrying`);
         await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
@@ -81,8 +83,10 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         return delayJob(job, token, Math.max(ORDER_WAIT_MS, started.waitMs));
       case "busy":
         // Another worker is sending it (a stalled job re-run while the first still works):
-        // try again later; the row is taken over once that worker has been silent too long.
-        throw new Error("delivery is being sent by another worker");
+        // look again when it would have been silent long enough to take over, without
+        // using an attempt.
+        if (!token) throw new Error("delivery is being sent by another worker");
+        return delayJob(job, token, Math.max(ORDER_WAIT_MS, started.waitMs));
     }
     const { attempt } = started;
     const row = { target: started.target, policy: started.policy };
@@ -120,7 +124,8 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
           ).catch((error: unknown) => {
             throw new UnrecordedPartError(index, error);
           });
-          if (!recorded || claimLost) throw new ClaimLostError(index);
+          // (A touch that lands after the last part finished the row reads as lost: ignore it.)
+          if (!recorded || (claimLost && !last)) throw new ClaimLostError(index);
           finished = last;
         },
       });
@@ -153,9 +158,11 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         o.logger.warn(context, "delivery failed permanently");
         return failForGood(deliveryId, failure.description, attempt);
       }
-      if (failure.details.outcome_unknown) await o.deliveries.markOutcomeUnknown(deliveryId, attempt);
       const attempts = job.opts.attempts ?? 1;
-      if (job.attemptsMade + 1 >= attempts) await o.deliveries.markFailed(deliveryId, failure.description, attempt);
+      const lastAttempt = job.attemptsMade + 1 >= attempts;
+      if (failure.details.outcome_unknown) {
+        await o.deliveries.markOutcomeUnknown(deliveryId, attempt, { status: lastAttempt ? "failed" : "queued", error: failure.description });
+      } else if (lastAttempt) await o.deliveries.markFailed(deliveryId, failure.description, attempt);
       else await o.deliveries.markWaiting(deliveryId, attempt, failure.description);
       o.logger.warn({ ...context, attempt: job.attemptsMade + 1 }, "delivery attempt failed");
       throw failure;

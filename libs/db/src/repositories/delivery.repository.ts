@@ -99,10 +99,13 @@ export class DeliveryRepository {
          WHERE e.target = cur.target AND e.seq < cur.seq AND e.status IN ('queued', 'sending')
            AND (e.expires_at IS NULL OR e.expires_at > now())
       ), verdict AS (
-        SELECT cur.id, greatest(cur.not_before, earlier.not_before) AS wait_until,
+        SELECT cur.id,
+               CASE WHEN cur.status = 'sending' THEN cur.updated_at + ${staleAfterMs} * interval '1 millisecond'
+                    ELSE greatest(cur.not_before, earlier.not_before) END AS wait_until,
                CASE
                  WHEN cur.status IN ('sent', 'failed', 'expired') THEN 'done'
-                 WHEN cur.expires_at < now() AND cur.sent_parts = 0 THEN 'expired'
+                 -- Only a queued row expires: a sending one may be out already (its takeover lists it).
+                 WHEN cur.status = 'queued' AND cur.expires_at < now() AND cur.sent_parts = 0 THEN 'expired'
                  WHEN cur.not_before > now() OR earlier.waiting THEN 'wait'
                  WHEN cur.status = 'queued' THEN 'claimed'
                  WHEN cur.updated_at < now() - ${staleAfterMs} * interval '1 millisecond' THEN 'taken_over'
@@ -141,7 +144,8 @@ export class DeliveryRepository {
           policy: row.policy as DeliveryPolicy,
         };
       case "wait":
-        return { kind: "wait", waitMs: row.wait_ms ?? 0 };
+      case "busy":
+        return { kind: row.verdict, waitMs: row.wait_ms ?? 0 };
       default:
         return { kind: row.verdict };
     }
@@ -170,14 +174,17 @@ export class DeliveryRepository {
   /**
    * The platform call for part `sent_parts` ended without an answer (a dropped connection, a
    * timeout): it may have been accepted. Lists the part as uncertain and, under
-   * `at_most_once`, counts it as sent so no retry sends it again.
+   * `at_most_once`, counts it as sent so no retry sends it again; the row moves on to
+   * `then` (waiting for its retry, or failed) in the same statement.
    */
-  async markOutcomeUnknown(id: string, attempt: number): Promise<void> {
+  async markOutcomeUnknown(id: string, attempt: number, then: { status: "queued" | "failed"; error: string }): Promise<void> {
+    // One statement with the status change: a crash in between would leave the part
+    // counted but the row `sending`, and its takeover would list the next part too.
     await this.prisma.$executeRaw`
       UPDATE deliveries
          SET uncertain_parts = array_append(uncertain_parts, sent_parts),
              sent_parts = CASE WHEN policy = 'at_most_once' THEN sent_parts + 1 ELSE sent_parts END,
-             updated_at = now()
+             status = ${then.status}, error = ${then.error}, updated_at = now()
        WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'`;
   }
 
@@ -256,8 +263,8 @@ export type DeliveryClaim =
   | { kind: "expired" }
   /** An earlier delivery to the chat is still live, or a rate limit holds it: look again after `waitMs`. */
   | { kind: "wait"; waitMs: number }
-  /** Another worker is sending it and has not been silent long enough to take it over. */
-  | { kind: "busy" };
+  /** Another worker is sending it and has not been silent long enough to take it over: look again after `waitMs`. */
+  | { kind: "busy"; waitMs: number };
 
 interface ClaimRow {
   verdict: "claimed" | "taken_over" | "wait" | "done" | "expired" | "busy";

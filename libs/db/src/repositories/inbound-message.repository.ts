@@ -74,15 +74,8 @@ export class InboundMessageRepository {
          WHERE NOT EXISTS (SELECT 1 FROM legacy)
         ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
         RETURNING id, (xmax = 0) AS created
-      ), chat AS (
-        INSERT INTO chats (address, channel, display_name)
-        SELECT ${message.chat}::text, ${message.channel}::text, ${message.chatDisplayName ?? null}::text FROM inserted WHERE inserted.created
-        ON CONFLICT (address) DO UPDATE SET display_name = EXCLUDED.display_name, updated_at = now()
-         WHERE EXCLUDED.display_name IS NOT NULL AND chats.display_name IS DISTINCT FROM EXCLUDED.display_name
-        RETURNING trigger_mode
       ), trigger AS (
-        SELECT trigger_mode FROM chat
-        UNION ALL
+        -- A plain read (no lock): a chat seen for the first time answers mentions only.
         SELECT trigger_mode FROM chats WHERE address = ${message.chat}::text
       ), lane AS (
         INSERT INTO lanes (key, last_seq, updated_at)
@@ -97,6 +90,15 @@ export class InboundMessageRepository {
         SELECT gen_random_uuid(), ${lane.key}::text, lane.last_seq, 'inbound', inserted.id::text FROM lane, inserted
         ON CONFLICT (kind, ref_id) DO NOTHING
         RETURNING seq
+      ), chat AS (
+        -- Reads "item", so it runs after the lane row is locked: every writer takes lanes
+        -- before chats (a run's commit does too), and two of them cannot deadlock.
+        INSERT INTO chats (address, channel, display_name)
+        SELECT ${message.chat}::text, ${message.channel}::text, ${message.chatDisplayName ?? null}::text
+          FROM inserted LEFT JOIN (SELECT count(*) AS n FROM item) AS after_item ON true
+         WHERE inserted.created
+        ON CONFLICT (address) DO UPDATE SET display_name = EXCLUDED.display_name, updated_at = now()
+         WHERE EXCLUDED.display_name IS NOT NULL AND chats.display_name IS DISTINCT FROM EXCLUDED.display_name
       )
       SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq FROM inserted
       UNION ALL

@@ -24,6 +24,8 @@ interface Entry {
  */
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();
+  /** Bumped by `forget`: a lookup that began before a revocation must not cache its stale row. */
+  private generation = 0;
   private readonly now: () => number;
 
   constructor(
@@ -37,9 +39,10 @@ export class TokenCache {
     const now = this.now();
     const cached = this.entries.get(tokenHash);
     if (cached && now - cached.fetchedAt < this.o.ttlMs) return cached.token;
+    const generation = this.generation;
     const token = await this.tokens.findByHash(tokenHash);
     this.entries.delete(tokenHash);
-    if (!token) return null;
+    if (!token || generation !== this.generation) return token;
     if (this.entries.size >= this.o.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(tokenHash, { token, fetchedAt: now, touchedAt: cached?.touchedAt ?? Number.NEGATIVE_INFINITY });
     return token;
@@ -56,6 +59,7 @@ export class TokenCache {
 
   /** Drops a token (revoked here) so the next request reads it again. */
   forget(id: string): void {
+    this.generation++;
     for (const [hash, entry] of this.entries) if (entry.token.id === id) this.entries.delete(hash);
   }
 }
