@@ -35,10 +35,37 @@ export class SessionRepository {
    * Callers run inside the chat's lane, so two runs never create competing sessions.
    */
   async resolve(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
-    const found = await this.prisma.chat.findUnique({ where: { address }, include: { currentSession: true } });
-    if (found?.currentSession) {
-      const { currentSession: session, ...chat } = found;
-      return { chat, session };
+    // One statement (Prisma's `include` would be two): this runs for every message.
+    const [found] = await this.prisma.$queryRaw<ChatWithSession[]>`
+      SELECT c.address, c.channel, c.current_session_id, c.display_name, c.trigger_mode, c.created_at, c.updated_at,
+             s.id AS s_id, s.lane_key AS s_lane_key, s.chat_address AS s_chat_address, s.channel AS s_channel, s.parent_id AS s_parent_id,
+             s.title AS s_title, s.status AS s_status, s.settings AS s_settings, s.created_at AS s_created_at, s.last_activity_at AS s_last_activity_at
+        FROM chats c JOIN sessions s ON s.id = c.current_session_id
+       WHERE c.address = ${address}`;
+    if (found) {
+      return {
+        chat: {
+          address: found.address,
+          channel: found.channel,
+          currentSessionId: found.current_session_id,
+          displayName: found.display_name,
+          triggerMode: found.trigger_mode,
+          createdAt: found.created_at,
+          updatedAt: found.updated_at,
+        },
+        session: {
+          id: found.s_id,
+          laneKey: found.s_lane_key,
+          chatAddress: found.s_chat_address,
+          channel: found.s_channel,
+          parentId: found.s_parent_id,
+          title: found.s_title,
+          status: found.s_status,
+          settings: found.s_settings,
+          createdAt: found.s_created_at,
+          lastActivityAt: found.s_last_activity_at,
+        },
+      };
     }
     return this.prisma.$transaction(async (tx) => {
       const session = await this.rotate(address, channel, tx);
@@ -110,4 +137,25 @@ export class SessionRepository {
   async setTriggerMode(address: string, mode: TriggerMode, tx?: Tx): Promise<void> {
     await (tx ?? this.prisma).chat.update({ where: { address }, data: { triggerMode: mode } });
   }
+}
+
+/** A chat row joined with its current session's row, as `resolve` reads it. */
+interface ChatWithSession {
+  address: string;
+  channel: string;
+  current_session_id: string | null;
+  display_name: string | null;
+  trigger_mode: string;
+  created_at: Date;
+  updated_at: Date;
+  s_id: string;
+  s_lane_key: string;
+  s_chat_address: string | null;
+  s_channel: string | null;
+  s_parent_id: string | null;
+  s_title: string | null;
+  s_status: string;
+  s_settings: Session["settings"];
+  s_created_at: Date;
+  s_last_activity_at: Date;
 }
