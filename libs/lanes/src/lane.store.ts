@@ -265,9 +265,11 @@ export class LaneStore {
         UPDATE lane_items SET status = 'failed', error = ${reason}, done_at = now()
          WHERE id = ${itemId}::uuid AND run_id = ${runId}::uuid AND status = 'running'`;
     }
+    // Items and run in one statement: this runs for every run.
     await tx.$executeRaw`
-      UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running'`;
-    await tx.$executeRaw`
+      WITH items AS (
+        UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running'
+      )
       UPDATE lane_runs SET status = 'succeeded', finished_at = now() WHERE id = ${runId}::uuid`;
   }
 

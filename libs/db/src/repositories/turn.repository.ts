@@ -18,7 +18,8 @@ export interface NewTurn {
 export class TurnRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
-  async append(sessionId: string, turns: NewTurn[], tx: Tx): Promise<void> {
+  /** With `touchSession`, the session's `last_activity_at` is set in the same statement. */
+  async append(sessionId: string, turns: NewTurn[], tx: Tx, options: { touchSession?: Date } = {}): Promise<void> {
     if (turns.length === 0) return;
     const rows = turns.map((turn) => ({
       role: turn.role,
@@ -31,11 +32,16 @@ export class TurnRepository {
     // One statement for the whole batch; rows are fed in the order given, so `seq` (taken
     // from its sequence row by row) keeps that order.
     await tx.$executeRaw`
-      INSERT INTO turns (id, session_id, role, content, metadata, source, inbound_message_id, run_id)
-      SELECT gen_random_uuid(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
-             (t.elem->>'inbound_message_id')::uuid, (t.elem->>'run_id')::uuid
-        FROM jsonb_array_elements(${JSON.stringify(rows, (_key, value: unknown) => (typeof value === "string" ? wellFormed(value) : value))}::jsonb) WITH ORDINALITY AS t(elem, ord)
-       ORDER BY t.ord`;
+      WITH added AS (
+        INSERT INTO turns (id, session_id, role, content, metadata, source, inbound_message_id, run_id)
+        SELECT gen_random_uuid(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
+               (t.elem->>'inbound_message_id')::uuid, (t.elem->>'run_id')::uuid
+          FROM jsonb_array_elements(${JSON.stringify(rows, (_key, value: unknown) => (typeof value === "string" ? wellFormed(value) : value))}::jsonb) WITH ORDINALITY AS t(elem, ord)
+         ORDER BY t.ord
+        RETURNING 1
+      )
+      UPDATE sessions SET last_activity_at = ${options.touchSession ?? null}::timestamptz
+       WHERE id = ${sessionId}::uuid AND ${options.touchSession ?? null}::timestamptz IS NOT NULL AND EXISTS (SELECT 1 FROM added)`;
   }
 
   /** The last `limit` turns of a session, oldest first. */

@@ -109,8 +109,8 @@ export class RunWrites {
     for (const [address, mode] of this.triggerModes) await this.o.sessions.setTriggerMode(address, mode, tx);
     const now = this.o.clock.now();
     for (const [sessionId, turns] of this.turnsBySession) {
-      if (turns.length > 0) await this.o.turns.append(sessionId, turns, tx);
-      await this.o.sessions.touch(sessionId, now, tx);
+      if (turns.length > 0) await this.o.turns.append(sessionId, turns, tx, { touchSession: now });
+      else await this.o.sessions.touch(sessionId, now, tx);
     }
     for (const event of this.events) {
       // Not under the target's lane lock: this commit holds its own lane, and two runs writing
