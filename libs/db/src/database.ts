@@ -85,7 +85,7 @@ export function isDataError(error: unknown): boolean {
 const OUTAGE_CODE = /^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P0[1-3])$/;
 const OUTAGE_NODE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "P1001", "P1002", "P1008", "P1017", "P2024"]);
 const OUTAGE_MESSAGE =
-  /Connection terminated|connection (is )?closed|terminating connection|too many clients|timeout exceeded when trying to connect|Can't reach database server|Reached the max retries per request limit|Connection is closed/i;
+  /Connection terminated|not queryable|connection (is )?closed|terminating connection|too many clients|timeout exceeded when trying to connect|Can't reach database server|Reached the max retries per request limit|Connection is closed/i;
 
 /**
  * True when `error` says Postgres or Redis could not be reached or dropped the connection

@@ -19,6 +19,12 @@ function describe(error: unknown): string {
   return e.code && !message.includes(e.code) ? `${e.code} ${message}` : message;
 }
 
+/** The server was there and ended the connection: admin shutdown, crash, still starting, or a dropped socket. */
+function droppedByServer(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (typeof code === "string" && /^57P0[1-3]$/.test(code)) || /Connection terminated|not queryable/i.test((error as Error)?.message ?? "");
+}
+
 function where(url: string): string {
   const u = new URL(url);
   return `${u.hostname}:${u.port || "default port"}`;
@@ -27,7 +33,19 @@ function where(url: string): string {
 /** Creates and migrates the database; one clear error if Postgres cannot be used. */
 export async function preparePostgres(databaseUrl: string, log: (message: string) => void): Promise<void> {
   try {
-    await migrate({ databaseUrl, log });
+    // A server that answered and then dropped the connection (a restart, an admin
+    // terminating backends) is tried again; one that cannot be reached fails at once with
+    // a clear message, since that is usually a wrong DATABASE_URL.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await migrate({ databaseUrl, log });
+        return;
+      } catch (error) {
+        if (attempt >= 10 || !droppedByServer(error)) throw error;
+        log(`Postgres dropped the connection while preparing the database (${describe(error)}); trying again`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
   } catch (error) {
     if ((error as Error).name === "MigrationError") throw new PreflightError("DATABASE_URL", (error as Error).message);
     throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);

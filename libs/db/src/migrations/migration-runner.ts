@@ -3,6 +3,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { isOutage } from "../database";
 import { describeDatabaseUrl } from "../database-url";
 
 /** prisma/migrations at the repository root. */
@@ -58,11 +59,22 @@ export async function readMigrations(dir: string = defaultMigrationsDir): Promis
   );
 }
 
+/**
+ * A connected client whose connection errors never go unhandled: a backend terminated while
+ * the client waits between queries emits `error`, which without a listener ends the process.
+ * The query in flight, if any, still rejects with it.
+ */
+async function connectedClient(connectionString: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString });
+  client.on("error", () => undefined);
+  await client.connect();
+  return client;
+}
+
 /** Creates the database named in the URL if it is missing; safe when several processes race. */
 export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const { database, maintenanceUrl } = describeDatabaseUrl(databaseUrl);
-  const client = new pg.Client({ connectionString: maintenanceUrl });
-  await client.connect();
+  const client = await connectedClient(maintenanceUrl);
   try {
     const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [database]);
     if (found.rowCount) return false;
@@ -110,8 +122,7 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
     if (await ensureDatabase(options.databaseUrl)) log(`created database ${describeDatabaseUrl(options.databaseUrl).database}`);
   }
   const migrations = await readMigrations(options.migrationsDir);
-  const client = new pg.Client({ connectionString: options.databaseUrl });
-  await client.connect();
+  const client = await connectedClient(options.databaseUrl);
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
     await client.query(CREATE_MIGRATIONS_TABLE);
@@ -162,6 +173,9 @@ async function applyOne(client: pg.Client, migration: MigrationFile): Promise<vo
     await client.query("COMMIT");
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);
+    // The connection died, not the migration: its transaction rolled back with it and
+    // nothing can be recorded, so trying again later is safe.
+    if (isOutage(error)) throw error;
     // Recorded as failed, like Prisma does, so the next start stops instead of half-applying.
     await client
       .query(
