@@ -54,18 +54,22 @@ describe("a part the platform accepted but the ledger never recorded (delivery s
       },
       { chatId: chat },
     );
-    const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse({ text: "backup done" }), source: "test", policy });
+    return { chat, row: await sendAndSettle(chat, "backup done", 20_000, policy) };
+  }
+
+  /** Writes a delivery, enqueues it, and waits (reading through the outage) until it is sent. */
+  async function sendAndSettle(chat: number, text: string, timeoutMs: number, policy?: DeliveryPolicy): Promise<Delivery> {
+    const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse({ text }), source: "test", ...(policy ? { policy } : {}) });
     await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
-    const row = await waitFor(
+    return waitFor(
       async () => {
         const found = await deliveries.get(created.id).catch(() => null);
         return found && found.status === "sent" ? found : undefined;
       },
-      20_000,
+      timeoutMs,
       "the delivery to be sent",
       100,
     );
-    return { chat, row };
   }
 
   it("at_least_once: the takeover sends the part again and lists it as uncertain", async () => {
@@ -100,17 +104,7 @@ describe("a part the platform accepted but the ledger never recorded (delivery s
         },
         { chatId: chat },
       );
-      const created = await deliveries.create({ target: `telegram:private:${chat}`, message: OutboundMessage.parse({ text: "nightly report" }), source: "test" });
-      await outbound.add("delivery.send", { deliveryId: created.id }, { jobId: created.id });
-      const row = await waitFor(
-        async () => {
-          const found = await deliveries.get(created.id).catch(() => null);
-          return found && found.status === "sent" ? found : undefined;
-        },
-        30_000,
-        "the delivery to be recorded as sent",
-        200,
-      );
+      const row = await sendAndSettle(chat, "nightly report", 30_000);
       expect(row.uncertainParts).toEqual([]);
       expect(row.platformMessageIds).toEqual(["1"]);
       expect(h.telegram.sent(chat).map((c) => c.params.text)).toEqual(["nightly report"]);

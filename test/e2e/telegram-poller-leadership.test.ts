@@ -5,8 +5,7 @@ import pino from "pino";
 import type { Redis } from "ioredis";
 import { startTelegramIngress, type RunningTelegramIngress } from "@nahida/channel-telegram";
 import { InboundMessageRepository } from "@nahida/db";
-import { createIntake } from "@nahida/ingress";
-import { interruptLane, wakeLane } from "@nahida/lanes";
+import { createLaneIntake } from "@nahida/ingress";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, waitFor, type TestDatabase } from "../support/infra";
@@ -28,11 +27,7 @@ describe("one Telegram poller per bot token across replicas", () => {
       token: TEST_BOT_TOKEN,
       apiRoot: telegram.apiRoot,
       mode: "polling",
-      intake: createIntake({
-        inbound: new InboundMessageRepository(t.db.prisma),
-        wake: (laneKey) => wakeLane(lanesQueue, laneKey),
-        interrupt: (laneKey) => interruptLane(redis, prefix, laneKey),
-      }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db.prisma), lanes: lanesQueue, redis, prefix }),
       redis,
       prefix,
       logger,

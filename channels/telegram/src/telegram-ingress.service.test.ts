@@ -3,8 +3,7 @@ import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { InboundMessageRepository } from "@nahida/db";
-import { createIntake } from "@nahida/ingress";
-import { interruptLane, wakeLane } from "@nahida/lanes";
+import { createLaneIntake } from "@nahida/ingress";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../../../test/fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "../../../test/support/infra";
@@ -33,11 +32,7 @@ describe("two Telegram instances in one deployment", () => {
       apiRoot: telegram.apiRoot,
       mode: "webhook",
       ...(channel !== undefined && { channel }),
-      intake: createIntake({
-        inbound: new InboundMessageRepository(t.db.prisma),
-        wake: (laneKey) => wakeLane(lanesQueue, laneKey),
-        interrupt: (laneKey) => interruptLane(redis, prefix, laneKey),
-      }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db.prisma), lanes: lanesQueue, redis, prefix }),
       redis,
       prefix,
       logger,

@@ -1,5 +1,8 @@
 import { InboundMessage, MessageContext, parseChatAddress, parseCommand } from "@nahida/contracts";
+import type { Redis } from "ioredis";
 import { isDataError, laneKeyForChat, type InboundMessageRepository, type LaneAppend } from "@nahida/db";
+import { interruptLane, wakeLane } from "@nahida/lanes";
+import type { TypedQueue } from "@nahida/queue";
 
 /** One normalized platform event, ready to be stored. */
 export interface IntakeCandidate {
@@ -152,4 +155,16 @@ function postgresMessage(error: unknown): string {
     ?.driverAdapterError?.cause;
   if (typeof cause?.originalMessage === "string") return `${cause.originalMessage} (${String(cause.originalCode)})`;
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The intake as a deployment wires it: lanes are woken on the `lanes` queue and `/stop`
+ * interrupts through the lanes' pub/sub channel.
+ */
+export function createLaneIntake(o: { inbound: IntakeOptions["inbound"]; lanes: TypedQueue<"lanes">; redis: Redis; prefix: string }): Intake {
+  return createIntake({
+    inbound: o.inbound,
+    wake: (laneKey) => wakeLane(o.lanes, laneKey),
+    interrupt: (laneKey) => interruptLane(o.redis, o.prefix, laneKey),
+  });
 }

@@ -35,6 +35,17 @@ export interface AppendResult {
   created: boolean;
 }
 
+/**
+ * Takes lane $1's lease for owner $2 with token $3 for $4 ms, if it is free, expired, and not
+ * in retry backoff (append a RETURNING clause).
+ */
+const CLAIM_LANE = `UPDATE lanes
+    SET lease_owner = $2, lease_token = $3::uuid,
+        lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+  WHERE key = $1
+    AND (lease_token IS NULL OR lease_expires_at < now())
+    AND (retry_at IS NULL OR retry_at <= now())`;
+
 /** The two handles the store needs: Prisma for transactions shared with handlers, pg for the rest. */
 export type LaneDatabase = Pick<Database, "prisma" | "pool">;
 
@@ -87,16 +98,7 @@ export class LaneStore {
   /** Takes the lane's lease if it is free, expired, and not in retry backoff. */
   async tryClaim(laneKey: string, owner: string, leaseMs: number): Promise<Lease | null> {
     const token = randomUUID();
-    const { rows } = await this.pool.query<{ mode: string }>(
-      `UPDATE lanes
-          SET lease_owner = $2, lease_token = $3::uuid,
-              lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-        WHERE key = $1
-          AND (lease_token IS NULL OR lease_expires_at < now())
-          AND (retry_at IS NULL OR retry_at <= now())
-       RETURNING mode`,
-      [laneKey, owner, token, leaseMs],
-    );
+    const { rows } = await this.pool.query<{ mode: string }>(`${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]);
     const row = rows[0];
     if (!row) return null;
     const mode = LaneMode.safeParse(row.mode);
@@ -118,13 +120,7 @@ export class LaneStore {
     const token = randomUUID();
     const runId = randomUUID();
     const { rows } = await this.pool.query<{ mode: string | null; run_id: string | null; items: { id: string; seq: string; kind: string; refId: string; attempts: number }[]; abandoned: string[] }>(
-      `WITH lane AS (
-         UPDATE lanes SET lease_owner = $2, lease_token = $3::uuid,
-                lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-          WHERE key = $1
-            AND (lease_token IS NULL OR lease_expires_at < now())
-            AND (retry_at IS NULL OR retry_at <= now())
-         RETURNING key, mode
+      `WITH lane AS (${CLAIM_LANE} RETURNING key, mode
        ), open AS (
          SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts
            FROM lane_items i JOIN lane ON i.lane_key = lane.key

@@ -10,7 +10,6 @@ import { startDeliverySweeper } from "./delivery.sweeper";
 
 export interface DeliveryServiceOptions {
   deliveries: DeliveryRepository;
-  redis: Redis;
   createConnection: (purpose: string) => Redis;
   prefix: string;
   outboundQueue: TypedQueue<"outbound">;

@@ -8,8 +8,7 @@ import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
 import { startDelivery } from "@nahida/delivery";
 import { startGateway } from "@nahida/gateway";
-import { createIntake } from "@nahida/ingress";
-import { interruptLane, wakeLane } from "@nahida/lanes";
+import { createLaneIntake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { createQueues, createRedis } from "@nahida/queue";
 import { startChannelIngress } from "./channel-ingress";
@@ -71,11 +70,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     clock,
     ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
   });
-  const intake = createIntake({
-    inbound: repositories.inbound,
-    wake: (laneKey) => wakeLane(queues.lanes, laneKey),
-    interrupt: (laneKey) => interruptLane(redis, prefix, laneKey),
-  });
+  const intake = createLaneIntake({ inbound: repositories.inbound, lanes: queues.lanes, redis, prefix });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
     const ingress = await startChannelIngress(name, env.channels, {
       intake,
@@ -146,7 +141,6 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     delivery: async () => {
       const delivery = await startDelivery({
         deliveries: repositories.deliveries,
-        redis,
         createConnection: (purpose) => createConnection(purpose),
         prefix,
         outboundQueue: queues.outbound,
