@@ -5,14 +5,14 @@ import { ErrorCode } from "./errors";
 import { AttachmentType, MessageContext } from "./messages";
 
 /** Scopes of an API token; `admin` implies the others. */
-export const TokenScope = z.enum(["send", "read", "admin"]);
+export const TokenScope = z.enum(["send", "read", "cron", "admin"]);
 export type TokenScope = z.infer<typeof TokenScope>;
 
 
 export const ErrorBody = z.object({ error: z.object({ code: ErrorCode, message: z.string() }) }).meta({ id: "Error" });
 
 /** Postgres text cannot hold NUL; refusing it here keeps it a 400 instead of a failed insert. */
-const noNul = (schema: z.ZodString) => schema.refine((v) => !v.includes("\u0000"), { message: "must not contain NUL characters" });
+export const noNul = (schema: z.ZodString) => schema.refine((v) => !v.includes("\u0000"), { message: "must not contain NUL characters" });
 
 /** An attachment of `POST /api/send`: a file inside the workspace directory. */
 export const ApiAttachment = z
@@ -124,7 +124,7 @@ export const HistoryView = z
 export type HistoryView = z.infer<typeof HistoryView>;
 
 export const TokenCreateRequest = z
-  .strictObject({ name: noNul(z.string().trim().min(1).max(100)), scopes: z.array(TokenScope).min(1).max(3) })
+  .strictObject({ name: noNul(z.string().trim().min(1).max(100)), scopes: z.array(TokenScope).min(1).max(4) })
   .meta({ id: "TokenCreateRequest" });
 
 export const TokenView = z

@@ -10,3 +10,4 @@ export * from "./enums";
 export * from "./clock";
 export * from "./recovery";
 export * from "./well-formed";
+export * from "./cron";

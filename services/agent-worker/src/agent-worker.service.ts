@@ -22,7 +22,7 @@ import { createSessionRunHandler } from "./run/session-run.handler";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
-  repositories: Pick<Repositories, "inbound" | "sessions" | "turns">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
   clock: Clock;
@@ -59,7 +59,7 @@ const MAX_ATTEMPTS = 3;
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const { inbound, sessions, turns } = o.repositories;
+  const { inbound, sessions, turns, cron } = o.repositories;
   const laneProducer = new LaneProducer(o.db, o.queues.lanes);
   const abortChannel = laneInterruptChannel(o.prefix);
   const owned: Redis[] = [];
@@ -91,6 +91,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       inbound,
       sessions,
       turns,
+      cron,
       outbox: o.outbox,
       outbound: o.queues.outbound,
       commands,

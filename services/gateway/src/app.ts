@@ -1,12 +1,14 @@
 import type { FastifyPluginAsync } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Redis } from "ioredis";
-import type { ApiTokenRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
+import type { CronJobs } from "@nahida/cron";
+import type { ApiTokenRepository, CronRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
+import { cronRoutes } from "./routes/cron/cron.route";
 import { deliveryRoutes } from "./routes/deliveries/deliveries.route";
 import { healthRoutes, type ReadinessProbe } from "./routes/health/health.route";
 import { sendRoutes } from "./routes/send/send.route";
@@ -19,6 +21,8 @@ export interface ApiOptions {
   sessions: SessionRepository;
   turns: TurnRepository;
   tokens: ApiTokenRepository;
+  cron: CronRepository;
+  cronJobs: CronJobs;
   send: SendService;
   /** Shared Redis for the per-token rate limit. */
   redis: Redis;
@@ -52,5 +56,6 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(sendRoutes, { send: api.send });
   await fastify.register(deliveryRoutes, { deliveries: api.deliveries });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
+  await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
 };

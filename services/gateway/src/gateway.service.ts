@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
+import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
 import type { Outbox } from "@nahida/outbox";
 import type { Logger } from "@nahida/observability";
@@ -12,9 +13,11 @@ export interface GatewayOptions {
   /** Largest accepted request body. */
   bodyLimitBytes: number;
   db: Pick<Database, "checkReady">;
-  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens">;
+  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron">;
   /** Every send goes through it (it knows the registered channels and the workspace). */
   outbox: Outbox;
+  /** Cron job writes (checks, quota) for the /api/cron routes. */
+  cronJobs: CronJobs;
   redis: Redis;
   logger: Logger;
   prefix: string;
@@ -50,7 +53,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
   });
-  const { tokens, deliveries, sessions, turns } = options.repositories;
+  const { tokens, deliveries, sessions, turns, cron } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
@@ -62,6 +65,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       sessions,
       turns,
       tokens,
+      cron,
+      cronJobs: options.cronJobs,
       redis: options.redis,
       prefix: options.prefix,
       rateLimitPerMinute: options.rateLimitPerMinute,

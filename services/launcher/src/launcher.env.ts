@@ -2,10 +2,11 @@ import { z } from "zod";
 import { baseEnvSchema, positiveMs } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import { gatewayEnvSchema } from "@nahida/gateway";
+import { schedulerEnvSchema } from "@nahida/scheduler";
 import { CHANNEL_MODULES } from "./channel-modules";
 import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 
-export type ServiceName = "gateway" | "agent-worker" | "delivery" | IngressServiceName;
+export type ServiceName = "gateway" | "agent-worker" | "delivery" | "scheduler" | IngressServiceName;
 
 export const isIngressService = (name: ServiceName): name is IngressServiceName => name.startsWith("ingress-");
 
@@ -13,6 +14,7 @@ export const isIngressService = (name: ServiceName): name is IngressServiceName 
 export const SERVICE_NAMES: readonly ServiceName[] = [
   "gateway",
   ...CHANNEL_MODULES.map((m) => ingressServiceName(m.kind)),
+  "scheduler",
   "agent-worker",
   "delivery",
 ];
@@ -35,6 +37,7 @@ const fixedEnvSchema = z.object({
   ...baseEnvSchema.shape,
   ...gatewayEnvSchema.shape,
   ...agentWorkerEnvSchema.shape,
+  ...schedulerEnvSchema.shape,
   /** Default: every service that is configured (`ingress-<kind>` needs an instance of that kind). */
   NAHIDA_SERVICES: serviceList.optional(),
   /** Platform sends running at the same time in one delivery process. */

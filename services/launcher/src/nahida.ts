@@ -7,10 +7,13 @@ import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
 import { startDelivery } from "@nahida/delivery";
+import { CronJobs } from "@nahida/cron";
 import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
+import { LaneStore, wakeLane } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import { createQueues, createRedis } from "@nahida/queue";
+import { startScheduler } from "@nahida/scheduler";
 import { startChannelIngress } from "./channel-ingress";
 import type { IngressServiceName } from "./channel-instances.env";
 import { channelModule } from "./channel-modules";
@@ -70,6 +73,15 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     clock,
     ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
   });
+  const cronJobs = new CronJobs({
+    cron: repositories.cron,
+    transaction: (fn) => db.prisma.$transaction(fn),
+    clock,
+    defaultTz: env.NAHIDA_TIMEZONE,
+    minIntervalMs: env.SCHEDULER_MIN_INTERVAL_MS,
+    maxJobsPerTarget: env.SCHEDULER_MAX_JOBS_PER_TARGET,
+    channels: env.channels.map((c) => c.name),
+  });
   const intake = createLaneIntake({ inbound: repositories.inbound, lanes: queues.lanes, redis, prefix });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
     const ingress = await startChannelIngress(name, env.channels, {
@@ -94,6 +106,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         db,
         repositories,
         outbox,
+        cronJobs,
         redis,
         logger: logger.child({ component: "gateway" }),
         prefix,
@@ -137,6 +150,22 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       });
       if (!llmConfigured) logger.warn("no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
       return { name: "agent-worker", stop: worker.stop };
+    },
+    scheduler: async () => {
+      const scheduler = startScheduler({
+        cron: repositories.cron,
+        sessions: repositories.sessions,
+        outbox,
+        lanes: new LaneStore(db),
+        wakeLane: (laneKey) => wakeLane(queues.lanes, laneKey),
+        transaction: (fn) => db.prisma.$transaction(fn),
+        clock,
+        logger: logger.child({ component: "scheduler" }),
+        pollMs: env.SCHEDULER_POLL_MS,
+        maxFailures: env.SCHEDULER_MAX_FAILURES,
+      });
+      logger.info("scheduler started");
+      return { name: "scheduler", stop: scheduler.stop };
     },
     delivery: async () => {
       const delivery = await startDelivery({

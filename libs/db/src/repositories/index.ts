@@ -4,3 +4,4 @@ export * from "./turn.repository";
 export * from "./delivery.repository";
 export * from "./api-token.repository";
 export * from "./repositories";
+export * from "./cron.repository";

@@ -1,5 +1,6 @@
 import type { PrismaClient } from "../database";
 import { ApiTokenRepository } from "./api-token.repository";
+import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
 import { SessionRepository } from "./session.repository";
@@ -12,6 +13,7 @@ export interface Repositories {
   turns: TurnRepository;
   inbound: InboundMessageRepository;
   tokens: ApiTokenRepository;
+  cron: CronRepository;
 }
 
 export function createRepositories(prisma: PrismaClient): Repositories {
@@ -21,5 +23,6 @@ export function createRepositories(prisma: PrismaClient): Repositories {
     turns: new TurnRepository(prisma),
     inbound: new InboundMessageRepository(prisma),
     tokens: new ApiTokenRepository(prisma),
+    cron: new CronRepository(prisma),
   };
 }

@@ -83,11 +83,26 @@ export class SessionRepository {
     const address = chatOfLane(laneKey);
     // A chat lane: one primary-key read of the chat and its current session on the hot path.
     if (address !== null) return this.resolve(address, address.split(":", 1)[0]!);
-    const current = await this.prisma.session.findFirst({ where: { laneKey, chats: { some: {} } }, include: { chats: true } });
-    const chat = current?.chats.find((c) => c.currentSessionId === current.id);
-    if (!current || !chat) return null;
-    const { chats: _chats, ...session } = current;
+    // A session of its own lane (a cron job's isolated or named session): it talks to its
+    // chat without being the chat's current session.
+    const session = await this.prisma.session.findFirst({ where: { laneKey }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    if (!session?.chatAddress || !session.channel) return null;
+    const chat = await this.ensureChat(session.chatAddress, session.channel, undefined);
     return { chat, session };
+  }
+
+  /**
+   * The session of a lane that is not a chat's lane, created on first use for `chatAddress`.
+   * Callers hold the lane row's lock (they just appended to it), so two callers never
+   * create two sessions for one lane.
+   */
+  async ensureLaneSession(laneKey: string, chat: { address: string; channel: string; title?: string }, tx: Tx, id?: string): Promise<Session> {
+    const existing = await tx.session.findFirst({ where: { laneKey }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    if (existing) return existing;
+    await this.ensureChat(chat.address, chat.channel, undefined, tx);
+    return tx.session.create({
+      data: { ...(id ? { id } : {}), laneKey, chatAddress: chat.address, channel: chat.channel, ...(chat.title ? { title: chat.title } : {}) },
+    });
   }
 
   /**

@@ -8,6 +8,7 @@ export const DEFAULT_SYSTEM_PROMPT = [
   "Each user message starts with an envelope line: [local time | channel/chat type | sender and role tags]. It is metadata, not part of what the user wrote; do not repeat it.",
   "Answer in the user's language. Keep replies short enough for a chat.",
   "If a message in a group needs no answer from you, reply with exactly NO_REPLY.",
+  "A message starting with [scheduled task ...] is a task you scheduled earlier, not a message from a user; if it needs no message to the chat, reply with exactly HEARTBEAT_OK.",
 ].join("\n");
 
 export interface ContextBuilderOptions {
@@ -23,6 +24,28 @@ export interface UserTurnMetadata {
   message_context: MessageContext;
   message_id?: string;
   attachments?: Attachment[];
+}
+
+/** What a cron job's scheduled event stores in `turns.metadata` (role `event`, source `cron:<job>`). */
+export interface ScheduledTurnMetadata {
+  kind: "scheduled_turn";
+  cron_job_id: string;
+  cron_run_id: string;
+  job_name: string;
+  /** The slot it fired for, ISO 8601 UTC. */
+  slot: string;
+}
+
+const isScheduledTurn = (metadata: Record<string, unknown>): boolean => metadata.kind === "scheduled_turn";
+
+/**
+ * The envelope of a scheduled event: it asks the model to act like a user message does, so
+ * it goes in as one, but names itself as a scheduled task so the model never takes it for
+ * something a person in the chat wrote.
+ */
+function renderScheduledTurn(metadata: Record<string, unknown>, prompt: string): string {
+  const name = String(metadata.job_name ?? "").replace(/[\r\n\]|]/g, " ").slice(0, 100);
+  return `[scheduled task "${name}" | slot ${String(metadata.slot ?? "")} | not a message from a user]\n${prompt}`;
 }
 
 function attachmentMarkers(attachments: Attachment[] | undefined): string {
@@ -98,6 +121,8 @@ export function createContextBuilder(options: ContextBuilderOptions) {
       case "tool":
         return { role: "tool", tool_call_id: String(metadata.tool_call_id ?? ""), content: turn.content };
       case "event":
+        if (isScheduledTurn(metadata)) return { role: "user", content: renderScheduledTurn(metadata, turn.content) };
+        return { role: "system", content: turn.content };
       case "system":
         return { role: "system", content: turn.content };
       default:
@@ -111,7 +136,7 @@ export function createContextBuilder(options: ContextBuilderOptions) {
       const files = await readPromptFiles(options.workspaceDir);
       const system = [options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, ...files.map((f) => `## ${f.name}\n${f.content}`)].join("\n\n");
       // A window that starts inside a tool exchange would be rejected by the API.
-      const firstUser = history.findIndex((t) => t.role === "user");
+      const firstUser = history.findIndex((t) => t.role === "user" || (t.role === "event" && isScheduledTurn((t.metadata ?? {}) as Record<string, unknown>)));
       const window = firstUser === -1 ? [] : history.slice(firstUser);
       const rendered = [...window, ...fresh].map(renderTurn).filter((m): m is ChatMessage => m !== null);
       return [{ role: "system", content: system }, ...keepToolResultsAdjacent(rendered)];

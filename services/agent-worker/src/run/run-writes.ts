@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { err, ok, type Clock, type TriggerMode } from "@nahida/contracts";
-import type { NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { CronRepository, NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { Outbox, OutboxRequest } from "@nahida/outbox";
 import type { ToolOutbox } from "../agent/tool-registry";
 
@@ -9,7 +9,16 @@ export interface RunWritesOptions {
   outbox: Outbox;
   sessions: SessionRepository;
   turns: TurnRepository;
+  cron: CronRepository;
   clock: Clock;
+}
+
+/** How a scheduled turn ended, written to its cron run in the commit. */
+export interface CronRunOutcome {
+  status: "succeeded" | "failed";
+  sessionId: string;
+  deliveryIds?: string[];
+  error?: string;
 }
 
 interface PendingEvent {
@@ -28,6 +37,7 @@ export class RunWrites {
   private readonly newSessions: { id: string; address: string; channel: string }[] = [];
   private readonly cleared = new Set<string>();
   private readonly triggerModes = new Map<string, TriggerMode>();
+  private readonly cronRuns = new Map<string, CronRunOutcome>();
 
   constructor(private readonly o: RunWritesOptions) {}
 
@@ -67,6 +77,11 @@ export class RunWrites {
 
   recordEvent(sessionId: string, turn: Omit<NewTurn, "role" | "runId">): void {
     this.events.push({ sessionId, turn: { ...turn, role: "event", runId: this.o.runId } });
+  }
+
+  /** Records a scheduled turn's outcome on its cron run (the scheduler reads it from there). */
+  finishCronRun(cronRunId: string, outcome: CronRunOutcome): void {
+    this.cronRuns.set(cronRunId, outcome);
   }
 
   setTriggerMode(chatAddress: string, mode: TriggerMode): void {
@@ -124,6 +139,13 @@ export class RunWrites {
       const written = await this.o.outbox.write(request, tx);
       if (!written.ok) throw new Error(`delivery to ${request.target} refused at commit: ${written.error.message}`);
       if (written.value.created) ids.push(written.value.delivery.id);
+    }
+    for (const [cronRunId, outcome] of this.cronRuns) {
+      await this.o.cron.updateRun(
+        cronRunId,
+        { status: outcome.status, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds ?? [], error: outcome.error ?? null, finishedAt: now },
+        tx,
+      );
     }
     return ids;
   }

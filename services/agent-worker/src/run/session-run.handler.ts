@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import { decodeLaneItem, parseChatAddress, type Clock, type OutboundMessage } from "@nahida/contracts";
-import type { InboundMessageRepository, InboundRecord, NewTurn, SessionRepository, TurnRepository } from "@nahida/db";
+import { decodeLaneItem, parseChatAddress, type Clock, type CronPayload, type OutboundMessage } from "@nahida/contracts";
+import type { CronJob, CronRepository, CronRun, InboundMessageRepository, InboundRecord, NewTurn, SessionRepository, TurnRepository } from "@nahida/db";
 import { RunStoppedError, type LaneHandler, type LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import type { Outbox } from "@nahida/outbox";
@@ -9,7 +9,7 @@ import type { RunAgent } from "../agent/agent-loop";
 import { applyReplySignals } from "../agent/reply-signals";
 import type { CommandContext } from "../commands/command-context";
 import { parseCommand, type CommandRouter } from "../commands/command-router";
-import type { ContextBuilder, UserTurnMetadata } from "../context/context-builder";
+import type { ContextBuilder, ScheduledTurnMetadata, UserTurnMetadata } from "../context/context-builder";
 import { RunWrites } from "./run-writes";
 
 export const NO_LLM_HINT =
@@ -22,6 +22,8 @@ export interface SessionRunHandlerOptions {
   inbound: InboundMessageRepository;
   sessions: SessionRepository;
   turns: TurnRepository;
+  /** Reads the cron runs of `scheduled_turn` items, and records their outcome in the run's commit. */
+  cron: CronRepository;
   outbox: Outbox;
   /** For the best-effort "typing…" indicator, which has no row. */
   outbound: TypedQueue<"outbound">;
@@ -44,12 +46,31 @@ const TYPING_AFTER_MS = 500;
 /** Key marking that a lane's run was stopped, read by the `/stop` that caused it. */
 export const stoppedKey = (prefix: string, laneKey: string) => `${prefix}:lanes:stopped:${laneKey}`;
 
-type Segment = { kind: "command"; record: InboundRecord; name: string; args: string } | { kind: "messages"; records: InboundRecord[] };
+/** A cron job's agent turn waiting in the lane: its run row and the job it belongs to. */
+interface ScheduledWork {
+  itemId: string;
+  run: CronRun;
+  job: CronJob;
+  payload: Extract<CronPayload, { kind: "agent_turn" }>;
+}
 
-/** Splits a batch into commands (one each) and runs of ordinary messages, keeping order. */
-function segment(records: InboundRecord[], prefix: string): Segment[] {
+/** What a lane item turned into, in lane order. */
+type Work = { kind: "inbound"; record: InboundRecord } | { kind: "scheduled"; work: ScheduledWork };
+
+type Segment =
+  | { kind: "command"; record: InboundRecord; name: string; args: string }
+  | { kind: "messages"; records: InboundRecord[] }
+  | { kind: "scheduled"; work: ScheduledWork };
+
+/** Splits a batch into commands (one each), scheduled turns (one each) and runs of ordinary messages, keeping order. */
+function segment(items: Work[], prefix: string): Segment[] {
   const segments: Segment[] = [];
-  for (const record of records) {
+  for (const item of items) {
+    if (item.kind === "scheduled") {
+      segments.push({ kind: "scheduled", work: item.work });
+      continue;
+    }
+    const record = item.record;
     const fromIngress = record.message.command;
     if (fromIngress?.addressedToOther) continue;
     const command = fromIngress ?? parseCommand(record.message.text.trim(), prefix);
@@ -75,9 +96,10 @@ function segment(records: InboundRecord[], prefix: string): Segment[] {
 export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandler {
   const { sessions, turns } = o;
 
-  /** Reads the batch's rows; items that cannot be handled are rejected with their reason. */
-  async function itemsOf(run: LaneRunContext): Promise<InboundRecord[]> {
+  /** Reads the batch's rows, in lane order; items that cannot be handled are rejected with their reason. */
+  async function itemsOf(run: LaneRunContext): Promise<Work[]> {
     const inboundItems: { itemId: string; inboundMessageId: string }[] = [];
+    const scheduledItems: { itemId: string; cronRunId: string }[] = [];
     for (const row of run.items) {
       const item = decodeLaneItem(row);
       if (!item.ok) {
@@ -88,11 +110,13 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         case "inbound":
           inboundItems.push({ itemId: row.id, inboundMessageId: item.value.inboundMessageId });
           break;
-        case "agent_event":
         case "scheduled_turn":
+          scheduledItems.push({ itemId: row.id, cronRunId: item.value.cronRunId });
+          break;
+        case "agent_event":
         case "subagent_result":
-          // Their producers come with the cross-session, scheduler and sub-agent work; until
-          // then such an item fails where it can be seen instead of vanishing.
+          // Their producers come with the cross-session and sub-agent work; until then such
+          // an item fails where it can be seen instead of vanishing.
           run.reject(row.id, `this worker does not handle ${item.value.kind} lane items yet`);
           break;
         default: {
@@ -101,10 +125,27 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         }
       }
     }
-    const records = await o.inbound.getMany(inboundItems.map((i) => i.inboundMessageId));
-    const found = new Set(records.map((r) => r.id));
-    for (const i of inboundItems) if (!found.has(i.inboundMessageId)) run.reject(i.itemId, `inbound message ${i.inboundMessageId} does not exist`);
-    return records;
+    const [records, cronRuns] = await Promise.all([
+      inboundItems.length ? o.inbound.getMany(inboundItems.map((i) => i.inboundMessageId)) : [],
+      Promise.all(scheduledItems.map((i) => o.cron.getRun(i.cronRunId))),
+    ]);
+    const byId = new Map(records.map((r) => [r.id, r]));
+    const work = new Map<string, Work>();
+    for (const i of inboundItems) {
+      const record = byId.get(i.inboundMessageId);
+      if (record) work.set(i.itemId, { kind: "inbound", record });
+      else run.reject(i.itemId, `inbound message ${i.inboundMessageId} does not exist`);
+    }
+    scheduledItems.forEach((i, index) => {
+      const found = cronRuns[index];
+      // A job deleted after it fired takes its runs with it: nothing is left to answer.
+      if (!found) return run.reject(i.itemId, `cron run ${i.cronRunId} does not exist (its job was deleted)`);
+      const { job, ...cronRun } = found;
+      const payload = job.payload as CronPayload;
+      if (payload.kind !== "agent_turn") return run.reject(i.itemId, `cron job ${job.id} is a ${payload.kind} job, not an agent turn`);
+      work.set(i.itemId, { kind: "scheduled", work: { itemId: i.itemId, run: cronRun, job, payload } });
+    });
+    return run.items.flatMap((row) => work.get(row.id) ?? []);
   }
 
   return async function handleRun(run: LaneRunContext): Promise<void> {
@@ -122,13 +163,13 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     const chatType = address.value.type;
     const isGroup = chatType !== "private";
     const itemOf = new Map(run.items.map((i) => [i.refId, i.id]));
-    const records = fetched.filter((record) => {
-      if (record.chatAddress === chatAddress) return true;
-      run.reject(itemOf.get(record.id)!, `inbound message of chat ${record.chatAddress} is in the lane of ${chatAddress}`);
+    const work = fetched.filter((item) => {
+      if (item.kind === "scheduled" || item.record.chatAddress === chatAddress) return true;
+      run.reject(itemOf.get(item.record.id)!, `inbound message of chat ${item.record.chatAddress} is in the lane of ${chatAddress}`);
       return false;
     });
 
-    const writes = new RunWrites({ runId: run.runId, outbox: o.outbox, sessions, turns, clock: o.clock });
+    const writes = new RunWrites({ runId: run.runId, outbox: o.outbox, sessions, turns, cron: o.cron, clock: o.clock });
     const state = { sessionId: session.id, triggerMode: chat.triggerMode };
 
     /** Queues a reply to the chat; `replyTo` is explicit so that "no quote" stays possible. */
@@ -150,7 +191,11 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     const hasStoredHistory = (sessionId: string) => sessionId === session.id && !writes.isCleared(sessionId);
     const history = async (sessionId: string) => (hasStoredHistory(sessionId) ? turns.recent(sessionId, o.historyTurns) : []);
 
-    for (const part of segment(records, o.commands.prefix)) {
+    for (const part of segment(work, o.commands.prefix)) {
+      if (part.kind === "scheduled") {
+        await answerScheduled(part.work);
+        continue;
+      }
       if (part.kind === "command") {
         const context: CommandContext = {
           chatAddress,
@@ -206,6 +251,65 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       };
     }
 
+    /**
+     * One agent call over the session's history and the new turns (already appended);
+     * stores what the model did and returns its final text after the reply signals, or null
+     * when there is nothing to send (stopped, suppressed). `fallback` answers the last
+     * attempt's LLM failure.
+     */
+    async function callAgent(sessionId: string, earlier: NewTurn[], fresh: NewTurn[], fallback: () => void): Promise<string | null> {
+      const messages = await o.contextBuilder.build(
+        await history(sessionId),
+        [...earlier, ...fresh].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })),
+      );
+      if (run.signal.reason instanceof RunStoppedError) return null;
+      let result;
+      const tools = writes.toolOutbox();
+      const stopTyping = showTyping();
+      try {
+        result = await o.runAgent!(messages, {
+          sessionId,
+          chatAddress,
+          runId: run.runId,
+          signal: run.signal,
+          user: sessionId,
+          outbox: tools.outbox,
+        });
+      } catch (error) {
+        if (run.signal.reason instanceof RunStoppedError) {
+          // `/stop`: keep what was said, send nothing, and tell the /stop that follows.
+          await o.redis.set(stoppedKey(o.prefix, run.laneKey), run.runId, "PX", 10 * 60_000);
+          return null;
+        }
+        if (run.signal.aborted) throw error;
+        if (run.items.some((i) => i.attempts >= o.maxAttempts)) {
+          o.logger.error({ err: (error as Error).message, laneKey: run.laneKey }, "LLM failed on the last attempt");
+          fallback();
+          return null;
+        }
+        throw error;
+      } finally {
+        stopTyping();
+      }
+      tools.keep();
+      writes.appendTurns(
+        sessionId,
+        result.turns.map((turn) =>
+          turn.role === "assistant"
+            ? { role: "assistant", content: turn.content, metadata: { tool_calls: turn.toolCalls }, source: "agent" }
+            : { role: "tool", content: turn.content, metadata: { tool_call_id: turn.toolCallId, name: turn.name }, source: "agent" },
+        ),
+      );
+      const finalText = result.finalText ?? `I stopped after ${result.iterations} steps without finishing. Please ask again or narrow the request.`;
+      const decision = applyReplySignals(finalText);
+      if (decision.action === "suppress") {
+        o.logger.debug({ laneKey: run.laneKey, reason: decision.reason }, "reply suppressed");
+        return null;
+      }
+      writes.appendTurns(sessionId, [{ role: "assistant", content: decision.text, source: "agent" }]);
+      return decision.text;
+    }
+
     async function answerMessages(batch: InboundRecord[]): Promise<void> {
       const sessionId = state.sessionId;
       const userTurns: NewTurn[] = batch.map((record) => ({
@@ -228,56 +332,42 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         reply(last, { text: NO_LLM_HINT }, "agent", replyTo);
         return;
       }
-      const messages = await o.contextBuilder.build(
-        await history(sessionId),
-        [...earlier, ...userTurns].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })),
-      );
-      if (run.signal.reason instanceof RunStoppedError) return;
-      let result;
-      const tools = writes.toolOutbox();
-      const stopTyping = showTyping();
-      try {
-        result = await o.runAgent(messages, {
-          sessionId,
-          chatAddress,
-          runId: run.runId,
-          signal: run.signal,
-          user: sessionId,
-          outbox: tools.outbox,
-        });
-      } catch (error) {
-        if (run.signal.reason instanceof RunStoppedError) {
-          // `/stop`: keep what the user said, send nothing, and tell the /stop that follows.
-          await o.redis.set(stoppedKey(o.prefix, run.laneKey), run.runId, "PX", 10 * 60_000);
-          return;
-        }
-        if (run.signal.aborted) throw error;
-        if (run.items.some((i) => i.attempts >= o.maxAttempts)) {
-          o.logger.error({ err: (error as Error).message, laneKey: run.laneKey }, "LLM failed on the last attempt");
-          reply(last, { text: LLM_FAILED_REPLY }, "agent", replyTo);
-          return;
-        }
-        throw error;
-      } finally {
-        stopTyping();
-      }
-      tools.keep();
-      writes.appendTurns(
-        sessionId,
-        result.turns.map((turn) =>
-          turn.role === "assistant"
-            ? { role: "assistant", content: turn.content, metadata: { tool_calls: turn.toolCalls }, source: "agent" }
-            : { role: "tool", content: turn.content, metadata: { tool_call_id: turn.toolCallId, name: turn.name }, source: "agent" },
-        ),
-      );
-      const finalText = result.finalText ?? `I stopped after ${result.iterations} steps without finishing. Please ask again or narrow the request.`;
-      const decision = applyReplySignals(finalText);
-      if (decision.action === "suppress") {
-        o.logger.debug({ laneKey: run.laneKey, reason: decision.reason }, "reply suppressed");
+      const text = await callAgent(sessionId, earlier, userTurns, () => reply(last, { text: LLM_FAILED_REPLY }, "agent", replyTo));
+      if (text !== null) reply(last, { text }, "agent", replyTo);
+    }
+
+    /**
+     * A cron job's agent turn: the prompt is stored as a scheduled event (source
+     * `cron:<job>`, never a user turn) and shown to the model in its own envelope; the answer
+     * goes to the chat when the job delivers. The cron run's outcome is written in this
+     * run's commit.
+     */
+    async function answerScheduled({ run: cronRun, job, payload }: ScheduledWork): Promise<void> {
+      const sessionId = state.sessionId;
+      const source = `cron:${job.id}`;
+      const event: NewTurn = {
+        role: "event",
+        content: payload.prompt,
+        source,
+        metadata: { kind: "scheduled_turn", cron_job_id: job.id, cron_run_id: cronRun.id, job_name: job.name, slot: cronRun.slot.toISOString() } satisfies ScheduledTurnMetadata,
+      };
+      const earlier = [...writes.pendingTurns(sessionId)];
+      writes.appendTurns(sessionId, [event]);
+      if (!o.runAgent) {
+        writes.finishCronRun(cronRun.id, { status: "failed", error: "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)", sessionId });
         return;
       }
-      writes.appendTurns(sessionId, [{ role: "assistant", content: decision.text, source: "agent" }]);
-      reply(last, { text: decision.text }, "agent", replyTo);
+      let failedReply = false;
+      const text = await callAgent(sessionId, earlier, [event], () => (failedReply = true));
+      if (failedReply) {
+        writes.finishCronRun(cronRun.id, { status: "failed", error: "the language model could not be reached", sessionId });
+        return;
+      }
+      const deliveryIds =
+        text !== null && payload.deliver
+          ? [writes.deliver({ target: chatAddress, message: { text, attachments: [], extra: {} }, source, sessionId })]
+          : [];
+      writes.finishCronRun(cronRun.id, { status: "succeeded", sessionId, deliveryIds });
     }
 
     const deliveryIds = await run.commit((tx) => writes.commit(tx));

@@ -1,5 +1,5 @@
-import { sanitizeHistoryText, MessageContext, type DeliveryView, type HistoryMessage, type SessionView, type TokenScope } from "@nahida/contracts";
-import type { ApiToken, Delivery, Session, Turn } from "@nahida/db";
+import { sanitizeHistoryText, MessageContext, type CronJobView, type CronRunView, type DeliveryView, type HistoryMessage, type SessionView, type TokenScope } from "@nahida/contracts";
+import type { ApiToken, CronJob, CronRun, Delivery, Session, Turn } from "@nahida/db";
 
 /** Database rows → API representations (snake_case, ISO timestamps, no internals). */
 export const deliveryView = (d: Delivery): DeliveryView => ({
@@ -64,3 +64,41 @@ export function historyMessage(turn: Turn): { message: HistoryMessage; changed: 
     changed,
   };
 }
+
+export const cronRunView = (r: CronRun): CronRunView => ({
+  id: r.id,
+  job_id: r.jobId,
+  slot: r.slot.toISOString(),
+  status: r.status as CronRunView["status"],
+  manual: r.manual,
+  attempt: r.attempt,
+  error: r.error,
+  delivery_ids: r.deliveryIds,
+  session_id: r.sessionId,
+  created_at: r.createdAt.toISOString(),
+  finished_at: r.finishedAt?.toISOString() ?? null,
+});
+
+export const cronJobView = (j: CronJob, lastRun?: CronRun | null): CronJobView => ({
+  id: j.id,
+  name: j.name,
+  schedule: j.schedule as CronJobView["schedule"],
+  tz: j.tz,
+  target: j.target,
+  payload: j.payload as CronJobView["payload"],
+  enabled: j.enabled,
+  missed: j.missed as CronJobView["missed"],
+  catchup_window_ms: j.catchupWindowMs,
+  max_runs: j.maxRuns,
+  end_at: j.endAt?.toISOString() ?? null,
+  delete_after_run: j.deleteAfterRun,
+  jitter_ms: j.jitterMs,
+  owner: j.owner,
+  run_count: j.runCount,
+  consecutive_failures: j.consecutiveFailures,
+  disabled_reason: j.disabledReason,
+  next_run_at: j.enabled ? (j.nextRunAt?.toISOString() ?? null) : null,
+  created_at: j.createdAt.toISOString(),
+  updated_at: j.updatedAt.toISOString(),
+  ...(lastRun !== undefined ? { last_run: lastRun ? cronRunView(lastRun) : null } : {}),
+});

@@ -1,0 +1,172 @@
+import { randomUUID } from "node:crypto";
+import {
+  err,
+  ok,
+  parseChatAddress,
+  type Clock,
+  type CronCreateRequest,
+  type CronUpdateRequest,
+  type ErrorCode,
+  type Result,
+} from "@nahida/contracts";
+import type { CronJob, CronJobPatch, CronRepository, NewCronJob, Tx } from "@nahida/db";
+import { jitterFor } from "./plan-fire";
+import { checkSchedule, nextSlot, type ResolvedSchedule } from "./schedule";
+
+export interface CronJobError {
+  code: Extract<ErrorCode, "bad_request" | "invalid_address" | "not_found" | "conflict">;
+  message: string;
+}
+
+export interface CronJobsOptions {
+  cron: CronRepository;
+  transaction: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
+  clock: Clock;
+  /** Time zone of schedules that name none (NAHIDA_TIMEZONE). */
+  defaultTz: string;
+  /** Slots closer together than this are refused (SCHEDULER_MIN_INTERVAL_MS). */
+  minIntervalMs: number;
+  /** Enabled jobs one target may have (SCHEDULER_MAX_JOBS_PER_TARGET). */
+  maxJobsPerTarget: number;
+  /** Channel instances that can be sent to; a target on another channel is refused. */
+  channels: readonly string[];
+}
+
+/** The first slot of a (new or edited) schedule and when it is claimed, jitter included. */
+function firstRun(jobId: string, resolved: ResolvedSchedule, jitterMs: number, now: Date): { nextSlot: Date | null; nextRunAt: Date | null } {
+  const slot = nextSlot(resolved, now);
+  return { nextSlot: slot, nextRunAt: slot ? new Date(slot.getTime() + jitterFor(jobId, jitterMs)(slot)) : null };
+}
+
+/**
+ * Creating, editing and deleting cron jobs, with every check a request can fail: the
+ * schedule (expression, zone, `at` in the past, minimum interval), the target (a typed
+ * address of a registered channel) and the per-target quota. The REST API, the agent's
+ * cron tools and the chat commands all go through it. An edit takes the job's row lock, so
+ * it waits for a fire in progress; the next slot is recomputed from the new schedule, and
+ * the old timing never fires again.
+ */
+export class CronJobs {
+  constructor(private readonly o: CronJobsOptions) {}
+
+  async create(request: CronCreateRequest, owner: string): Promise<Result<CronJob, CronJobError>> {
+    const now = this.o.clock.now();
+    const target = this.checkTarget(request.target);
+    if (!target.ok) return target;
+    const checked = checkSchedule(request.schedule, { defaultTz: this.o.defaultTz, now, minIntervalMs: this.o.minIntervalMs });
+    if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
+    const id = randomUUID();
+    const jitterMs = request.jitter_ms;
+    const input: NewCronJob = {
+      id,
+      name: request.name,
+      schedule: request.schedule,
+      tz: checked.value.tz,
+      anchorAt: now,
+      target: request.target,
+      payload: request.payload,
+      enabled: request.enabled,
+      missed: request.missed,
+      catchupWindowMs: request.catchup_window_ms,
+      maxRuns: request.max_runs ?? null,
+      endAt: request.end_at ? new Date(request.end_at) : null,
+      deleteAfterRun: request.delete_after_run ?? request.schedule.kind === "at",
+      jitterMs,
+      owner,
+      ...firstRun(id, { schedule: request.schedule, tz: checked.value.tz, anchorAt: now }, jitterMs, now),
+    };
+    return this.o.transaction(async (tx) => {
+      if (input.enabled) {
+        const quota = await this.checkQuota(input.target, tx);
+        if (!quota.ok) return quota;
+      }
+      return ok(await this.o.cron.create(input, tx));
+    });
+  }
+
+  async update(id: string, request: CronUpdateRequest): Promise<Result<CronJob, CronJobError>> {
+    if (request.target !== undefined) {
+      const target = this.checkTarget(request.target);
+      if (!target.ok) return target;
+    }
+    return this.o.transaction(async (tx) => {
+      const job = await this.o.cron.lock(id, tx);
+      if (!job) return err({ code: "not_found", message: `cron job ${id} does not exist` });
+      const now = this.o.clock.now();
+      const patch: CronJobPatch = {
+        ...(request.name !== undefined ? { name: request.name } : {}),
+        ...(request.target !== undefined ? { target: request.target } : {}),
+        ...(request.payload !== undefined ? { payload: request.payload } : {}),
+        ...(request.missed !== undefined ? { missed: request.missed } : {}),
+        ...(request.catchup_window_ms !== undefined ? { catchupWindowMs: request.catchup_window_ms } : {}),
+        ...(request.max_runs !== undefined ? { maxRuns: request.max_runs } : {}),
+        ...(request.end_at !== undefined ? { endAt: request.end_at ? new Date(request.end_at) : null } : {}),
+        ...(request.delete_after_run !== undefined ? { deleteAfterRun: request.delete_after_run } : {}),
+        ...(request.jitter_ms !== undefined ? { jitterMs: request.jitter_ms } : {}),
+      };
+      const jitterMs = request.jitter_ms ?? job.jitterMs;
+      const enabling = request.enabled === true && !job.enabled;
+      if (request.schedule !== undefined || request.jitter_ms !== undefined || enabling) {
+        // A new schedule (or jitter) counts from now; so does a job that is switched back on:
+        // the slots it slept through are not owed.
+        const schedule = request.schedule ?? (job.schedule as ResolvedSchedule["schedule"]);
+        const checked = checkSchedule(schedule, { defaultTz: this.o.defaultTz, now, minIntervalMs: this.o.minIntervalMs });
+        if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
+        const anchorAt = request.schedule !== undefined ? now : job.anchorAt;
+        Object.assign(patch, { schedule, tz: checked.value.tz, anchorAt }, firstRun(job.id, { schedule, tz: checked.value.tz, anchorAt }, jitterMs, now));
+      }
+      if (request.enabled !== undefined) {
+        patch.enabled = request.enabled;
+        if (request.enabled) Object.assign(patch, { consecutiveFailures: 0, disabledReason: null });
+      }
+      const enabledAfter = patch.enabled ?? job.enabled;
+      const targetAfter = patch.target ?? job.target;
+      if (enabledAfter && (enabling || targetAfter !== job.target)) {
+        const quota = await this.checkQuota(targetAfter, tx, job.id);
+        if (!quota.ok) return quota;
+      }
+      return ok(await this.o.cron.update(job.id, patch, tx));
+    });
+  }
+
+  async delete(id: string): Promise<Result<void, CronJobError>> {
+    // Taking the row lock first makes the delete wait for a fire in progress, which then
+    // commits its run; the delete removes the job and its runs together.
+    return this.o.transaction(async (tx) => {
+      if (!(await this.o.cron.lock(id, tx))) return err({ code: "not_found", message: `cron job ${id} does not exist` });
+      await this.o.cron.delete(id, tx);
+      return ok(undefined);
+    });
+  }
+
+  /**
+   * A manual fire: a `claimed` run that a scheduler carries out within a tick. It does not
+   * move the schedule.
+   */
+  async runNow(id: string): Promise<Result<{ runId: string }, CronJobError>> {
+    return this.o.transaction(async (tx) => {
+      const job = await this.o.cron.lock(id, tx);
+      if (!job) return err({ code: "not_found", message: `cron job ${id} does not exist` });
+      const runId = randomUUID();
+      await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: this.o.clock.now(), kind: (job.payload as { kind: "notify" | "agent_turn" }).kind, status: "claimed", manual: true }], tx);
+      return ok({ runId });
+    });
+  }
+
+  private checkTarget(target: string): Result<void, CronJobError> {
+    const address = parseChatAddress(target);
+    if (!address.ok) return err({ code: "invalid_address", message: address.error.message });
+    if (!this.o.channels.includes(address.value.channel)) {
+      return err({ code: "bad_request", message: `channel ${JSON.stringify(address.value.channel)} is not registered; registered: ${this.o.channels.join(", ") || "none"}` });
+    }
+    return ok(undefined);
+  }
+
+  private async checkQuota(target: string, tx: Tx, exceptId?: string): Promise<Result<void, CronJobError>> {
+    const count = await this.o.cron.countEnabledForTarget(target, tx, exceptId);
+    if (count >= this.o.maxJobsPerTarget) {
+      return err({ code: "conflict", message: `${target} already has ${count} enabled cron jobs (the limit is ${this.o.maxJobsPerTarget}); disable or delete one first` });
+    }
+    return ok(undefined);
+  }
+}

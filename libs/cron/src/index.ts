@@ -1,0 +1,3 @@
+export * from "./schedule";
+export * from "./plan-fire";
+export * from "./cron-jobs";

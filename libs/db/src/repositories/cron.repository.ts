@@ -1,0 +1,289 @@
+import { randomUUID } from "node:crypto";
+import type { CronPayload, CronRunStatus, CronSchedule } from "@nahida/contracts";
+import type { PrismaClient, Tx } from "../database";
+import type { CronJob, CronRun, Prisma } from "../generated/prisma/client";
+
+export interface NewCronJob {
+  id?: string;
+  name: string;
+  schedule: CronSchedule;
+  tz: string;
+  anchorAt: Date;
+  target: string;
+  payload: CronPayload;
+  enabled: boolean;
+  missed: "skip" | "run_once";
+  catchupWindowMs: number;
+  maxRuns: number | null;
+  endAt: Date | null;
+  deleteAfterRun: boolean;
+  jitterMs: number;
+  owner: string;
+  nextSlot: Date | null;
+  nextRunAt: Date | null;
+}
+
+/** Fields an edit may set; the schedule fields come together (a new schedule re-anchors). */
+export type CronJobPatch = Partial<Omit<NewCronJob, "id" | "owner">> & { disabledReason?: string | null; consecutiveFailures?: number };
+
+export interface NewCronRun {
+  id?: string;
+  jobId: string;
+  slot: Date;
+  kind: CronPayload["kind"];
+  status: CronRunStatus;
+  manual?: boolean;
+  attempt?: number;
+  /** Set by {@link CronRepository.updateRun} once the effect is written; not by an insert. */
+  deliveryIds?: string[];
+  sessionId?: string | null;
+  error?: string | null;
+  retryAt?: Date | null;
+  finishedAt?: Date | null;
+}
+
+/** Where a job's next slot moves after a fire. */
+export interface CronAdvance {
+  jobId: string;
+  nextSlot: Date | null;
+  nextRunAt: Date | null;
+  /** Fires this claim made (0 or 1). */
+  fired: number;
+  /** False once the job has no more slots. */
+  enabled: boolean;
+}
+
+export interface CronJobFilter {
+  target?: string;
+  enabled?: boolean;
+  owner?: string;
+  limit: number;
+  offset: number;
+}
+
+/** A run waiting for the scheduler: a manual run or a retry (`claimed` / `retrying` and due). */
+export interface PendingCronRun {
+  run: CronRun;
+  job: CronJob;
+}
+
+/** A running notify run whose last delivery has finished, or an agent turn whose lane item failed. */
+export interface FinishedCronEffect {
+  run: CronRun;
+  job: CronJob;
+  outcome: { kind: "sent" } | { kind: "failed"; error: string };
+}
+
+const json = (value: unknown) => value as Prisma.InputJsonValue;
+
+/** Cron jobs and their runs. The scheduler claims due jobs with `FOR UPDATE SKIP LOCKED`. */
+export class CronRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async create(input: NewCronJob, tx?: Tx): Promise<CronJob> {
+    return (tx ?? this.prisma).cronJob.create({
+      data: { ...input, id: input.id ?? randomUUID(), schedule: json(input.schedule), payload: json(input.payload) },
+    });
+  }
+
+  async get(id: string, tx?: Tx): Promise<CronJob | null> {
+    return (tx ?? this.prisma).cronJob.findUnique({ where: { id } });
+  }
+
+  /** Locks the job's row until `tx` ends (an edit waits for a fire in progress, and the other way round). */
+  async lock(id: string, tx: Tx): Promise<CronJob | null> {
+    const rows = await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM cron_jobs WHERE id = ${id}::uuid FOR UPDATE`;
+    return rows.length ? tx.cronJob.findUnique({ where: { id } }) : null;
+  }
+
+  async list(filter: CronJobFilter): Promise<{ jobs: CronJob[]; total: number }> {
+    const where = {
+      ...(filter.target ? { target: filter.target } : {}),
+      ...(filter.enabled !== undefined ? { enabled: filter.enabled } : {}),
+      ...(filter.owner ? { owner: filter.owner } : {}),
+    };
+    const [jobs, total] = await Promise.all([
+      this.prisma.cronJob.findMany({ where, orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: filter.limit, skip: filter.offset }),
+      this.prisma.cronJob.count({ where }),
+    ]);
+    return { jobs, total };
+  }
+
+  async update(id: string, patch: CronJobPatch, tx: Tx): Promise<CronJob> {
+    const { schedule, payload, ...rest } = patch;
+    return tx.cronJob.update({
+      where: { id },
+      data: {
+        ...rest,
+        ...(schedule ? { schedule: json(schedule) } : {}),
+        ...(payload ? { payload: json(payload) } : {}),
+        version: { increment: 1 },
+      },
+    });
+  }
+
+  /** True when it existed. Its runs go with it. */
+  async delete(id: string, tx?: Tx): Promise<boolean> {
+    const { count } = await (tx ?? this.prisma).cronJob.deleteMany({ where: { id } });
+    return count === 1;
+  }
+
+  /**
+   * Serialises quota checks of one target across replicas until `tx` ends, then counts its
+   * enabled jobs (other than `exceptId`).
+   */
+  async countEnabledForTarget(target: string, tx: Tx, exceptId?: string): Promise<number> {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`cron-target:${target}`}))`;
+    return tx.cronJob.count({ where: { target, enabled: true, ...(exceptId ? { id: { not: exceptId } } : {}) } });
+  }
+
+  /**
+   * Due jobs (`next_run_at <= now`), oldest first, locked for `tx`; jobs another scheduler
+   * holds are skipped, so replicas share the due set without waiting for each other.
+   */
+  async claimDue(now: Date, limit: number, tx: Tx): Promise<CronJob[]> {
+    const ids = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id::text AS id FROM cron_jobs
+       WHERE enabled AND next_run_at <= ${now}
+       ORDER BY next_run_at
+       LIMIT ${limit}
+       FOR UPDATE SKIP LOCKED`;
+    if (ids.length === 0) return [];
+    const jobs = await tx.cronJob.findMany({ where: { id: { in: ids.map((r) => r.id) } } });
+    const order = new Map(ids.map((r, i) => [r.id, i]));
+    return jobs.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  }
+
+  /**
+   * Inserts runs, skipping (job, slot) pairs that exist; returns the ids it inserted. A slot
+   * that already has a row was fired or recorded by someone else, and its effect must not
+   * be written again.
+   */
+  async insertRuns(runs: readonly NewCronRun[], tx: Tx): Promise<Set<string>> {
+    if (runs.length === 0) return new Set();
+    const rows = runs.map((r) => ({ ...r, id: r.id ?? randomUUID() }));
+    const inserted = await tx.$queryRaw<{ id: string }[]>`
+      INSERT INTO cron_runs (id, job_id, slot, kind, status, manual, attempt, session_id, error, retry_at, finished_at)
+      SELECT * FROM unnest(
+        ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.jobId)}::uuid[], ${rows.map((r) => r.slot)}::timestamptz[],
+        ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.manual ?? false)}::boolean[],
+        ${rows.map((r) => r.attempt ?? 0)}::int[],
+        ${rows.map((r) => r.sessionId ?? null)}::uuid[], ${rows.map((r) => r.error ?? null)}::text[],
+        ${rows.map((r) => r.retryAt ?? null)}::timestamptz[], ${rows.map((r) => r.finishedAt ?? null)}::timestamptz[])
+      ON CONFLICT (job_id, slot) DO NOTHING
+      RETURNING id::text AS id`;
+    return new Set(inserted.map((r) => r.id));
+  }
+
+  /** Moves the claimed jobs to their next slots, in one statement. */
+  async advance(updates: readonly CronAdvance[], tx: Tx): Promise<void> {
+    if (updates.length === 0) return;
+    await tx.$executeRaw`
+      UPDATE cron_jobs j
+         SET next_slot = u.next_slot, next_run_at = u.next_run_at, run_count = j.run_count + u.fired,
+             enabled = j.enabled AND u.enabled, updated_at = now()
+        FROM unnest(${updates.map((u) => u.jobId)}::uuid[], ${updates.map((u) => u.nextSlot)}::timestamptz[],
+                    ${updates.map((u) => u.nextRunAt)}::timestamptz[], ${updates.map((u) => u.fired)}::int[],
+                    ${updates.map((u) => u.enabled)}::boolean[]) AS u(id, next_slot, next_run_at, fired, enabled)
+       WHERE j.id = u.id`;
+  }
+
+  /** Manual runs and due retries, locked for `tx` (others skip them). */
+  async claimPendingRuns(now: Date, limit: number, tx: Tx): Promise<PendingCronRun[]> {
+    const ids = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id::text AS id FROM cron_runs
+       WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})
+       ORDER BY created_at
+       LIMIT ${limit}
+       FOR UPDATE SKIP LOCKED`;
+    if (ids.length === 0) return [];
+    const runs = await tx.cronRun.findMany({ where: { id: { in: ids.map((r) => r.id) } }, include: { job: true } });
+    return runs.map(({ job, ...run }) => ({ run, job }));
+  }
+
+  /**
+   * Running runs whose effect has an outcome: a notify whose latest delivery is sent, failed
+   * or expired; an agent turn whose lane item failed (a turn that succeeds is finished by the
+   * run that answered it, in its own commit). A plain read: lock them with {@link lockRunning}.
+   */
+  async finishedEffects(limit: number): Promise<{ runId: string; outcome: FinishedCronEffect["outcome"] }[]> {
+    const rows = await this.prisma.$queryRaw<{ id: string; outcome: string; error: string | null }[]>`
+      (SELECT r.id::text AS id, d.status AS outcome, d.error
+         FROM cron_runs r
+         JOIN deliveries d ON d.id = (r.delivery_ids[array_length(r.delivery_ids, 1)])::uuid
+        WHERE r.status = 'running' AND r.kind = 'notify' AND d.status IN ('sent', 'failed', 'expired')
+        LIMIT ${limit})
+      UNION ALL
+      (SELECT r.id::text, 'failed', li.error
+         FROM cron_runs r
+         JOIN lane_items li ON li.kind = 'scheduled_turn' AND li.ref_id = r.id::text
+        WHERE r.status = 'running' AND r.kind = 'agent_turn' AND li.status = 'failed'
+        LIMIT ${limit})`;
+    return rows.map((row) => ({
+      runId: row.id,
+      outcome:
+        row.outcome === "sent"
+          ? { kind: "sent" }
+          : { kind: "failed", error: row.error ?? (row.outcome === "expired" ? "the delivery expired before it could be sent" : "failed") },
+    }));
+  }
+
+  /** Locks runs that are still `running` (others skip those another scheduler holds), with their jobs. */
+  async lockRunning(runIds: readonly string[], tx: Tx): Promise<(CronRun & { job: CronJob })[]> {
+    if (runIds.length === 0) return [];
+    const locked = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id::text AS id FROM cron_runs WHERE id = ANY(${[...runIds]}::uuid[]) AND status = 'running' FOR UPDATE SKIP LOCKED`;
+    if (locked.length === 0) return [];
+    return tx.cronRun.findMany({ where: { id: { in: locked.map((r) => r.id) } }, include: { job: true } });
+  }
+
+  /**
+   * Counts a fire's outcome on its job: a failure adds one to `consecutive_failures`, a
+   * success resets it. Returns the new count, or null when the job is gone.
+   */
+  async recordOutcome(jobId: string, failed: boolean, tx: Tx): Promise<number | null> {
+    const rows = await tx.$queryRaw<{ consecutive_failures: number }[]>`
+      UPDATE cron_jobs SET consecutive_failures = CASE WHEN ${failed} THEN consecutive_failures + 1 ELSE 0 END, updated_at = now()
+       WHERE id = ${jobId}::uuid
+       RETURNING consecutive_failures`;
+    return rows[0]?.consecutive_failures ?? null;
+  }
+
+  /** Switches a job off with the reason shown to operators; false when it was already off. */
+  async disable(jobId: string, reason: string, tx: Tx): Promise<boolean> {
+    const { count } = await tx.cronJob.updateMany({ where: { id: jobId, enabled: true }, data: { enabled: false, disabledReason: reason, nextRunAt: null } });
+    return count === 1;
+  }
+
+  /** A small look at what is waiting, without locks: when the next job is due, and whether manual runs or retries are. */
+  async glance(now: Date): Promise<{ nextDueAt: Date | null; pendingRuns: boolean }> {
+    const [row] = await this.prisma.$queryRaw<{ next_due: Date | null; pending: boolean }[]>`
+      SELECT (SELECT next_run_at FROM cron_jobs WHERE enabled AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1) AS next_due,
+             EXISTS (SELECT 1 FROM cron_runs WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})) AS pending`;
+    return { nextDueAt: row?.next_due ?? null, pendingRuns: row?.pending ?? false };
+  }
+
+  async updateRun(id: string, patch: Partial<Omit<NewCronRun, "id" | "jobId" | "slot" | "kind">>, tx?: Tx): Promise<void> {
+    const { deliveryIds, ...rest } = patch;
+    await (tx ?? this.prisma).cronRun.update({ where: { id }, data: { ...rest, ...(deliveryIds ? { deliveryIds } : {}) } });
+  }
+
+  async getRun(id: string, tx?: Tx): Promise<(CronRun & { job: CronJob }) | null> {
+    return (tx ?? this.prisma).cronRun.findUnique({ where: { id }, include: { job: true } });
+  }
+
+  async listRuns(jobId: string, paging: { limit: number; offset: number }): Promise<{ runs: CronRun[]; total: number }> {
+    const [runs, total] = await Promise.all([
+      this.prisma.cronRun.findMany({ where: { jobId }, orderBy: [{ slot: "desc" }, { id: "asc" }], take: paging.limit, skip: paging.offset }),
+      this.prisma.cronRun.count({ where: { jobId } }),
+    ]);
+    return { runs, total };
+  }
+
+  /** The most recent run of each job. */
+  async lastRuns(jobIds: readonly string[]): Promise<Map<string, CronRun>> {
+    if (jobIds.length === 0) return new Map();
+    const runs = await this.prisma.cronRun.findMany({ where: { jobId: { in: [...jobIds] } }, orderBy: { slot: "desc" }, distinct: ["jobId"] });
+    return new Map(runs.map((r) => [r.jobId, r]));
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./scheduler.service";
+export * from "./scheduler.env";
+export { cronDeliveryKey, isolatedLaneKey, namedLaneKey, writeCronEffect, type WrittenEffect } from "./cron-effects";
