@@ -1,0 +1,4 @@
+export * from "./milky-api.client";
+export * from "./milky-text";
+export * from "./milky.normalizer";
+export * from "./milky.sender";
