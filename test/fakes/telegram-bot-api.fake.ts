@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { multipartBoundary, parseMultipartForm } from "./multipart-form.parser";
 import { parseTelegramHtml } from "./telegram-html.parser";
+import { readRequestBody } from "./request-body";
 
 /** Options for {@link startFakeTelegram}. */
 export interface StartFakeTelegramOptions {
@@ -639,16 +640,6 @@ function toInteger(value: unknown): number | undefined {
   return undefined;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new Error("Request Entity Too Large");
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
 
 /** Reads parameters from the query string and a JSON, urlencoded or multipart body, as the Bot API accepts all four. */
 async function readParams(
@@ -657,7 +648,7 @@ async function readParams(
 ): Promise<{ params: Record<string, unknown>; files: FakeTelegramFile[] }> {
   const params: Record<string, unknown> = {};
   for (const [key, value] of url.searchParams) params[key] = decodeFormValue(key, value);
-  const body = await readBody(req);
+  const body = await readRequestBody(req, MAX_BODY_BYTES);
   if (body.length === 0) return { params, files: [] };
 
   const contentType = (req.headers["content-type"] ?? "").toLowerCase();

@@ -1,19 +1,10 @@
-import { readFileSync, readdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { describeIngressConformance, type IngressFixture } from "@nahida/ingress/conformance";
+import { describeIngressConformance, readIngressFixtures } from "@nahida/ingress/conformance";
 import { normalizeTelegramEvent } from "./telegram-update.handler";
 
-const FIXTURES_DIR = fileURLToPath(new URL("../../../test/fixtures/telegram/", import.meta.url));
 const IGNORED = new Set(["callback-query", "edited-message"]);
 const BOT = { id: 7000000001, username: "nahida_test_bot" };
 
-const fixtures: IngressFixture[] = readdirSync(FIXTURES_DIR)
-  .filter((file) => file.endsWith(".json"))
-  .sort()
-  .map((file) => {
-    const name = file.slice(0, -".json".length);
-    return { name, event: JSON.parse(readFileSync(`${FIXTURES_DIR}${file}`, "utf8")), expect: IGNORED.has(name) ? "ignored" : "message" };
-  });
+const fixtures = readIngressFixtures(new URL("../../../test/fixtures/telegram/", import.meta.url), IGNORED);
 
 const UPDATE_KINDS = ["message", "channel_post", "edited_message", "business_message", "callback_query"];
 const CHAT_TYPES = ["private", "group", "supergroup", "channel", "forum"];

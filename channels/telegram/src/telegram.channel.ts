@@ -1,10 +1,8 @@
-import type { ChannelConfigIssue, ChannelInstance, ChannelModule } from "@nahida/channels";
+import { webhookPortClashes, type ChannelConfigIssue, type ChannelInstance, type ChannelModule } from "@nahida/channels";
 import { startTelegramIngress } from "./telegram-ingress.service";
 import { telegramEnvSchema, type TelegramEnv } from "./telegram.env";
 import { DEFAULT_TELEGRAM_CHANNEL } from "./telegram.normalizer";
 import { TelegramSender } from "./telegram.sender";
-
-const WILDCARD_HOSTS = new Set(["0.0.0.0", "::"]);
 
 /** Telegram bots, any number of them: each instance is one bot token. */
 export const telegramChannel: ChannelModule<TelegramEnv> = {
@@ -28,16 +26,9 @@ export const telegramChannel: ChannelModule<TelegramEnv> = {
       if (!c.WEBHOOK_SECRET) {
         issues.push({ variable: variable(instance, "WEBHOOK_SECRET"), message: `is required when ${variable(instance, "MODE")}=webhook` });
       }
-      const taken = webhooks.find(
-        (w) =>
-          w.config.WEBHOOK_PORT === c.WEBHOOK_PORT &&
-          (w.config.WEBHOOK_HOST === c.WEBHOOK_HOST || WILDCARD_HOSTS.has(w.config.WEBHOOK_HOST) || WILDCARD_HOSTS.has(c.WEBHOOK_HOST)),
-      );
-      if (taken) {
-        issues.push({ variable: variable(instance, "WEBHOOK_PORT"), message: `${c.WEBHOOK_PORT} is taken by ${variable(taken, "WEBHOOK_PORT")}; each webhook bot needs its own port` });
-      }
       webhooks.push(instance);
     }
+    issues.push(...webhookPortClashes(webhooks, (c) => ({ host: c.WEBHOOK_HOST, port: c.WEBHOOK_PORT }), variable, "WEBHOOK_PORT", "bot"));
     return issues;
   },
 

@@ -1,2 +1,3 @@
 export * from "./channel-module";
 export * from "./channel-sender";
+export * from "./webhook-listeners";

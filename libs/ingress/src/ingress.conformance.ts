@@ -1,3 +1,5 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InboundMessage, MessageContext, parseChatAddress } from "@nahida/contracts";
 import { mulberry32 } from "../../../test/support/seeded-random";
@@ -10,6 +12,21 @@ export interface IngressFixture {
   /** As the platform delivers it (parsed JSON). */
   event: unknown;
   expect: "message" | "ignored";
+}
+
+/**
+ * The `*.json` fixtures of a directory, by name without the extension, in name order; the
+ * ones named in `ignored` are expected to be ignored, every other one to be a message.
+ */
+export function readIngressFixtures(directory: URL, ignored: ReadonlySet<string>): IngressFixture[] {
+  const dir = fileURLToPath(directory);
+  return readdirSync(dir)
+    .filter((file) => file.endsWith(".json"))
+    .sort()
+    .map((file) => {
+      const name = file.slice(0, -".json".length);
+      return { name, event: JSON.parse(readFileSync(`${dir}/${file}`, "utf8")) as unknown, expect: ignored.has(name) ? "ignored" : "message" };
+    });
 }
 
 /** What an adapter's test provides to {@link describeIngressConformance}. */

@@ -2,3 +2,4 @@ export * from "./redis";
 export * from "./typed-queue";
 export * from "./periodic";
 export * from "./redis-leadership";
+export * from "./leader-loop";

@@ -33,6 +33,8 @@ async function delayJob(job: Job, token: string, ms: number): Promise<never> {
  * - 429: that chat is blocked for `retry_after` and this job is delayed until then, without
  *   using an attempt or holding a worker slot; other chats go on;
  * - 5xx / network: retried with the catalog's exponential backoff;
+ * - transient with its own `retry_after` (a Milky account logged out): waits that long,
+ *   like a 429, with the platform's reason as the row's status;
  * - other 4xx: failed for good with the platform's description.
  * Parts accepted before a failure are recorded, so a retry continues after them. Messages
  * to one chat go out one at a time, oldest first. A row taken over from a worker that died
@@ -152,6 +154,15 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         // The row holds the chat: every later delivery to it waits behind this one.
         await o.deliveries.markWaiting(deliveryId, attempt, `rate limited: retry after ${waitMs / 1000} s`, waitMs);
         o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
+        return delayJob(job, token, waitMs);
+      }
+      // A transient failure that names its own wait (a Milky account logged out): the row
+      // says why it waits, and the job comes back then without using an attempt, so the
+      // answer is sent once the account is back (or expires at its TTL).
+      if (failure.kind === "transient" && failure.details.retry_after !== undefined && token) {
+        const waitMs = Math.max(1, failure.details.retry_after) * 1000;
+        await o.deliveries.markWaiting(deliveryId, attempt, `${failure.description}; retrying in ${waitMs / 1000} s`, waitMs);
+        o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery waits for the platform");
         return delayJob(job, token, waitMs);
       }
       if (failure.kind === "permanent") {

@@ -121,3 +121,27 @@ describe("launcher environment: channel instances", () => {
     expect(instanceEnvPrefix("eu-support_2")).toBe("EU_SUPPORT_2_");
   });
 });
+
+describe("launcher environment: Milky instances", () => {
+  it("runs the milky instance and ingress-milky when MILKY_BASE_URL is set, beside Telegram", () => {
+    const env = parsed({ TELEGRAM_BOT_TOKEN: MAIN, MILKY_BASE_URL: "http://127.0.0.1:3000", MILKY_ACCESS_TOKEN: "t", MILKY_EVENT_TRANSPORT: "sse" });
+    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "ingress-telegram", "ingress-milky", "agent-worker", "delivery"]);
+    expect(env.channels.map((c) => [c.name, c.kind])).toEqual([
+      ["telegram", "telegram"],
+      ["milky", "milky"],
+    ]);
+    expect(env.channels[1]!.config).toMatchObject({ BASE_URL: "http://127.0.0.1:3000", ACCESS_TOKEN: "t", EVENT_TRANSPORT: "sse", WEBHOOK_PORT: 8082, LOCAL_FILES: "base64" });
+  });
+
+  it("reports every bad Milky variable at once, named as the operator sets it", () => {
+    expect(issues({ NAHIDA_SERVICES: "ingress-milky" })).toEqual(["  MILKY_BASE_URL: is required to run ingress-milky"]);
+    expect(issues({ MILKY_BASE_URL: "ftp://x", MILKY_EVENT_TRANSPORT: "poll" }).sort()).toEqual([
+      "  MILKY_BASE_URL: must be an http:// or https:// URL",
+      '  MILKY_EVENT_TRANSPORT: Invalid option: expected one of "websocket"|"sse"|"webhook"',
+    ]);
+    expect(issues({ NAHIDA_CHANNELS: "milky,qq:milky", MILKY_BASE_URL: "http://h:1", QQ_BASE_URL: "http://h:1", QQ_EVENT_TRANSPORT: "webhook" })).toEqual([
+      "  QQ_BASE_URL: is the same Milky implementation as MILKY_BASE_URL",
+      "  QQ_ACCESS_TOKEN: is required when QQ_EVENT_TRANSPORT=webhook (pushes are checked against it)",
+    ]);
+  });
+});
