@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/nahida-harness";
 import { REPO_ROOT } from "../support/processes";
+import { waitFor } from "../support/infra";
 
 const ADMIN = "test-admin-token-cli-0123456789";
 
@@ -23,7 +24,7 @@ describe("nahida CLI", () => {
   let h: Harness;
   let env: Record<string, string>;
   beforeAll(async () => {
-    h = await startHarness("cli", { NAHIDA_API_TOKEN: ADMIN });
+    h = await startHarness("cli", { NAHIDA_API_TOKEN: ADMIN, SCHEDULER_MIN_INTERVAL_MS: "1000", SCHEDULER_POLL_MS: "100" });
     env = { NAHIDA_API_URL: h.nahida.gatewayAddress!, NAHIDA_API_TOKEN: ADMIN };
     await writeFile(join(h.workspaceDir, "report.pdf"), "%PDF-1.4");
   });
@@ -63,5 +64,33 @@ describe("nahida CLI", () => {
     const usage = await nahida(["send", "hi"], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("send needs --target");
+  });
+
+  it("creates, lists, runs, updates and deletes cron jobs", async () => {
+    const created = await nahida(["cron", "create", "--name", "nightly", "--target", "telegram:private:720000002", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--text", "backup done?"], env);
+    expect(created.stderr).toBe("");
+    const job = JSON.parse(created.stdout);
+    expect(job).toMatchObject({ name: "nightly", tz: "Europe/Berlin", schedule: { kind: "cron", expr: "0 3 * * *" }, payload: { kind: "notify", text: "backup done?" } });
+    const listed = JSON.parse((await nahida(["cron", "list", "--target", "telegram:private:720000002"], env)).stdout);
+    expect(listed.jobs.map((j: { id: string }) => j.id)).toEqual([job.id]);
+    const run = JSON.parse((await nahida(["cron", "run", job.id], env)).stdout);
+    expect(run).toMatchObject({ run_id: expect.any(String), status: "claimed" });
+    await waitFor(async () => {
+      const runs = JSON.parse((await nahida(["cron", "runs", job.id], env)).stdout);
+      return runs.runs[0]?.status === "succeeded" ? runs : undefined;
+    }, 20_000, "the manual run to succeed");
+    expect(h.telegram.sent(720000002).map((c) => c.params.text)).toEqual(["backup done?"]);
+    const updated = JSON.parse((await nahida(["cron", "update", job.id, "--every", "2h", "--disabled"], env)).stdout);
+    expect(updated).toMatchObject({ schedule: { kind: "every", every_ms: 7_200_000 }, enabled: false, next_run_at: null });
+    expect((await nahida(["cron", "delete", job.id], env)).code).toBe(0);
+    const gone = await nahida(["cron", "get", job.id], env);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^nahida: 404 not_found: cron job .* does not exist/);
+    const bad = await nahida(["cron", "create", "--name", "x", "--target", "telegram:private:1", "--cron", "61 * * * *", "--text", "x"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/400 bad_request: schedule\.expr: invalid cron expression/);
+    const usage = await nahida(["cron", "create", "--name", "x", "--every", "soon", "--text", "x"], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("--every must be a duration");
   });
 });

@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { startAgentWorker, type RunningAgentWorker } from "@nahida/agent-worker";
 import { recoveryTimings, systemClock } from "@nahida/contracts";
 import { createRepositories } from "@nahida/db";
+import { CronJobs } from "@nahida/cron";
 import { Outbox } from "@nahida/outbox";
 import { createLogger } from "@nahida/observability";
 import { TypedQueue, createRedis } from "@nahida/queue";
@@ -36,6 +37,15 @@ describe("inbound sweep", () => {
         channels: ["telegram"],
         deliveryTtlMs: 60_000,
         clock: systemClock,
+      }),
+      cronJobs: new CronJobs({
+        cron: repositories.cron,
+        transaction: (fn) => t.db.prisma.$transaction(fn),
+        clock: systemClock,
+        defaultTz: "UTC",
+        minIntervalMs: 60_000,
+        maxJobsPerTarget: 50,
+        channels: ["telegram"],
       }),
       clock: systemClock,
       redis,

@@ -60,7 +60,10 @@ describe("scheduler replicas under SIGKILLs and a Redis wipe", () => {
       }
     }
     // Stop firing (the positive marker follows: every run that fired is finished).
-    await d.t.db.pool.query("UPDATE cron_jobs SET enabled = false, next_run_at = NULL");
+    // In id order, as the schedulers take job locks, so the bulk edit cannot deadlock with them.
+    await d.t.db.pool.query(
+      "WITH j AS (SELECT id FROM cron_jobs ORDER BY id FOR UPDATE) UPDATE cron_jobs c SET enabled = false, next_run_at = NULL FROM j WHERE c.id = j.id",
+    );
     const stoppedAt = Date.now();
     await waitFor(
       async () => {

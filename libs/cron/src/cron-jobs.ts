@@ -49,7 +49,12 @@ function firstRun(jobId: string, resolved: ResolvedSchedule, jitterMs: number, n
 export class CronJobs {
   constructor(private readonly o: CronJobsOptions) {}
 
-  async create(request: CronCreateRequest, owner: string): Promise<Result<CronJob, CronJobError>> {
+  /**
+   * Checks a new job and computes what is stored (time zone, first slot); writes nothing.
+   * The agent's `cron_create` checks with it when the tool calls and writes the job in the
+   * run's commit.
+   */
+  prepare(request: CronCreateRequest, owner: string): Result<NewCronJob, CronJobError> {
     const now = this.o.clock.now();
     const target = this.checkTarget(request.target);
     if (!target.ok) return target;
@@ -57,7 +62,7 @@ export class CronJobs {
     if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
     const id = randomUUID();
     const jitterMs = request.jitter_ms;
-    const input: NewCronJob = {
+    return ok({
       id,
       name: request.name,
       schedule: request.schedule,
@@ -74,7 +79,13 @@ export class CronJobs {
       jitterMs,
       owner,
       ...firstRun(id, { schedule: request.schedule, tz: checked.value.tz, anchorAt: now }, jitterMs, now),
-    };
+    });
+  }
+
+  async create(request: CronCreateRequest, owner: string): Promise<Result<CronJob, CronJobError>> {
+    const prepared = this.prepare(request, owner);
+    if (!prepared.ok) return prepared;
+    const input = prepared.value;
     return this.o.transaction(async (tx) => {
       if (input.enabled) {
         const quota = await this.checkQuota(input.target, tx);
@@ -84,12 +95,31 @@ export class CronJobs {
     });
   }
 
-  async update(id: string, request: CronUpdateRequest): Promise<Result<CronJob, CronJobError>> {
+  /** Whether `target` may have one more enabled job: the check a tool makes when it calls (its write in the run's commit does not check again). */
+  async checkRoom(target: string): Promise<Result<void, CronJobError>> {
+    return this.o.transaction((tx) => this.checkQuota(target, tx));
+  }
+
+  /** The checks of an edit that need no row: target and schedule. */
+  checkUpdate(request: CronUpdateRequest): Result<void, CronJobError> {
     if (request.target !== undefined) {
       const target = this.checkTarget(request.target);
       if (!target.ok) return target;
     }
-    return this.o.transaction(async (tx) => {
+    if (request.schedule !== undefined) {
+      const checked = checkSchedule(request.schedule, { defaultTz: this.o.defaultTz, now: this.o.clock.now(), minIntervalMs: this.o.minIntervalMs });
+      if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
+    }
+    return ok(undefined);
+  }
+
+  /** Edits a job; with `tx`, inside the caller's transaction (a run's commit). */
+  async update(id: string, request: CronUpdateRequest, tx?: Tx): Promise<Result<CronJob, CronJobError>> {
+    if (request.target !== undefined) {
+      const target = this.checkTarget(request.target);
+      if (!target.ok) return target;
+    }
+    return this.within(tx, async (tx) => {
       const job = await this.o.cron.lock(id, tx);
       if (!job) return err({ code: "not_found", message: `cron job ${id} does not exist` });
       const now = this.o.clock.now();
@@ -129,10 +159,11 @@ export class CronJobs {
     });
   }
 
-  async delete(id: string): Promise<Result<void, CronJobError>> {
+  /** Deletes a job and its runs; with `tx`, inside the caller's transaction. */
+  async delete(id: string, tx?: Tx): Promise<Result<void, CronJobError>> {
     // Taking the row lock first makes the delete wait for a fire in progress, which then
     // commits its run; the delete removes the job and its runs together.
-    return this.o.transaction(async (tx) => {
+    return this.within(tx, async (tx) => {
       if (!(await this.o.cron.lock(id, tx))) return err({ code: "not_found", message: `cron job ${id} does not exist` });
       await this.o.cron.delete(id, tx);
       return ok(undefined);
@@ -151,6 +182,10 @@ export class CronJobs {
       await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: this.o.clock.now(), kind: (job.payload as { kind: "notify" | "agent_turn" }).kind, status: "claimed", manual: true }], tx);
       return ok({ runId });
     });
+  }
+
+  private within<T>(tx: Tx | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return tx ? fn(tx) : this.o.transaction(fn);
   }
 
   private checkTarget(target: string): Result<void, CronJobError> {

@@ -19,6 +19,8 @@ export const agentWorkerEnvSchema = z.object({
   AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** The old name of NAHIDA_LEASE_MS, still read when that is unset. */
   LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).optional(),
+  /** Which cron jobs the agent's cron tools reach: `chat` (the current chat's) or `all`. */
+  AGENT_CRON_SCOPE: z.enum(["chat", "all"]).default("chat"),
   /** A delivery still queued after this long expires instead of arriving late. */
   NAHIDA_DELIVERY_TTL_MS: positiveMs.default(3_600_000),
 });

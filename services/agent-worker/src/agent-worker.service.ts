@@ -3,12 +3,14 @@ import type { Redis } from "ioredis";
 import type { Clock, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneProducer, LaneRuntime, laneInterruptChannel } from "@nahida/lanes";
+import type { CronJobs } from "@nahida/cron";
 import type { Logger } from "@nahida/observability";
 import type { Outbox } from "@nahida/outbox";
 import { createConsumer, type TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
 import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
+import { cronTools, type CronToolScope } from "./agent/tools/cron.tools";
 import { currentTimeTool } from "./agent/tools/current-time.tool";
 import { workspaceReadTool } from "./agent/tools/workspace-read.tool";
 import { builtinCommands } from "./commands/builtin.commands";
@@ -25,6 +27,10 @@ export interface AgentWorkerOptions {
   repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
+  /** Checks the cron jobs the agent's tools and `/cron` create and edit. */
+  cronJobs: CronJobs;
+  /** Which jobs the cron tools reach: this chat's (default) or any target's. */
+  cronToolScope?: CronToolScope;
   clock: Clock;
   /** Non-blocking Redis for producers, flags and publishing. */
   redis: Redis;
@@ -71,6 +77,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
 
   const tools = new ToolRegistry().register(currentTimeTool({ defaultTimeZone: o.timeZone }));
   if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
+  tools.register(...cronTools({ cron, scope: o.cronToolScope ?? "chat" }));
   tools.register(...(o.tools ?? []));
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
 
@@ -92,6 +99,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       sessions,
       turns,
       cron,
+      cronJobs: o.cronJobs,
       outbox: o.outbox,
       outbound: o.queues.outbound,
       commands,

@@ -3,6 +3,8 @@ import { parseArgs } from "node:util";
 import type { z } from "zod";
 import { DeliveryStatus, type AttachmentType, type DeliveryView, type SendRequest, type SendResponse } from "@nahida/contracts";
 import { ApiError, createApiClient, type ApiRequest } from "./api.client";
+import { CRON_USAGE, cronCommand } from "./cron.command";
+import { UsageError } from "./usage-error";
 
 const USAGE = `Usage: nahida <command> [options]
 
@@ -10,15 +12,14 @@ const USAGE = `Usage: nahida <command> [options]
        [--idempotency-key KEY] [--wait] <text>
                                   queue a message; --attach paths are inside the server's workspace
   deliveries get <id>             show a delivery's status
-  tokens create --name NAME --scopes send,read,admin
+  tokens create --name NAME --scopes send,read,cron,admin
                                   create an API token (the secret is printed once)
   tokens list                     list tokens
   tokens revoke <id>              revoke a token
+${CRON_USAGE}
 
 Environment: NAHIDA_API_URL (default http://127.0.0.1:8080), NAHIDA_API_TOKEN.
 Exit status: 0 ok, 1 the API refused or failed, 2 bad usage.`;
-
-class UsageError extends Error {}
 
 const PHOTO = new Set([".png", ".jpg", ".jpeg", ".gif", ".webp"]);
 const AUDIO = new Set([".mp3", ".ogg", ".oga", ".m4a", ".flac", ".wav"]);
@@ -107,6 +108,8 @@ async function main(argv: string[]): Promise<void> {
       return print(await api("GET", `/api/deliveries/${encodeURIComponent(rest[1])}`));
     case "tokens":
       return tokens(api, rest);
+    case "cron":
+      return print(await cronCommand(api, rest));
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

@@ -21,9 +21,9 @@ function parsed(env: Record<string, string>) {
 describe("launcher environment: channel instances", () => {
   it("without NAHIDA_CHANNELS runs the default telegram instance only when TELEGRAM_BOT_TOKEN is set", () => {
     expect(parsed({}).channels).toEqual([]);
-    expect(parsed({}).NAHIDA_SERVICES).toEqual(["gateway", "agent-worker", "delivery"]);
+    expect(parsed({}).NAHIDA_SERVICES).toEqual(["gateway", "scheduler", "agent-worker", "delivery"]);
     const env = parsed({ TELEGRAM_BOT_TOKEN: MAIN, TELEGRAM_MODE: "webhook", TELEGRAM_WEBHOOK_SECRET: "s3cret" });
-    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "ingress-telegram", "agent-worker", "delivery"]);
+    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "ingress-telegram", "scheduler", "agent-worker", "delivery"]);
     expect(env.channels).toEqual([
       {
         name: "telegram",
@@ -125,7 +125,7 @@ describe("launcher environment: channel instances", () => {
 describe("launcher environment: Milky instances", () => {
   it("runs the milky instance and ingress-milky when MILKY_BASE_URL is set, beside Telegram", () => {
     const env = parsed({ TELEGRAM_BOT_TOKEN: MAIN, MILKY_BASE_URL: "http://127.0.0.1:3000", MILKY_ACCESS_TOKEN: "t", MILKY_EVENT_TRANSPORT: "sse" });
-    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "ingress-telegram", "ingress-milky", "agent-worker", "delivery"]);
+    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "ingress-telegram", "ingress-milky", "scheduler", "agent-worker", "delivery"]);
     expect(env.channels.map((c) => [c.name, c.kind])).toEqual([
       ["telegram", "telegram"],
       ["milky", "milky"],

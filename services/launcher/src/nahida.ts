@@ -123,6 +123,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         db,
         repositories,
         outbox,
+        cronJobs,
+        cronToolScope: env.AGENT_CRON_SCOPE,
         clock,
         redis,
         createConnection: (purpose) => createConnection(purpose),

@@ -195,6 +195,8 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     const outcomes = new Map(done.map((d) => [d.runId, d.outcome]));
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
     await o.transaction(async (tx) => {
+      // The jobs are locked first, in id order, so replicas finishing runs of the same jobs
+      // (and a job's delete) cannot deadlock.
       for (const { job, ...run } of await o.cron.lockRunning([...outcomes.keys()], tx)) {
         const outcome = outcomes.get(run.id)!;
         result.finished += 1;
@@ -203,7 +205,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
           continue;
         }
         await o.cron.updateRun(run.id, { status: "succeeded", finishedAt: now, error: null }, tx);
-        await o.cron.recordOutcome(job.id, false, tx);
+        if (job.consecutiveFailures > 0) await o.cron.recordOutcome(job.id, false, tx);
         // A finished one-shot (an `at`, or a job at max_runs) with delete_after_run goes away.
         if (job.deleteAfterRun && !job.enabled && job.nextSlot === null) await o.cron.delete(job.id, tx);
       }

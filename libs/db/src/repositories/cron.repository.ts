@@ -188,16 +188,28 @@ export class CronRepository {
        WHERE j.id = u.id`;
   }
 
-  /** Manual runs and due retries, locked for `tx` (others skip them). */
+  /**
+   * Manual runs and due retries, locked for `tx` (others skip them), with their jobs locked
+   * first in id order (see {@link lockRunning}).
+   */
   async claimPendingRuns(now: Date, limit: number, tx: Tx): Promise<PendingCronRun[]> {
-    const ids = await tx.$queryRaw<{ id: string }[]>`
+    const due = await tx.$queryRaw<{ id: string }[]>`
       SELECT id::text AS id FROM cron_runs
        WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})
        ORDER BY created_at
-       LIMIT ${limit}
+       LIMIT ${limit}`;
+    if (due.length === 0) return [];
+    await tx.$queryRaw`
+      SELECT j.id FROM cron_jobs j
+       WHERE j.id IN (SELECT job_id FROM cron_runs WHERE id = ANY(${due.map((r) => r.id)}::uuid[]))
+       ORDER BY j.id
+         FOR UPDATE OF j`;
+    const ids = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id::text AS id FROM cron_runs
+       WHERE id = ANY(${due.map((r) => r.id)}::uuid[]) AND (status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now}))
        FOR UPDATE SKIP LOCKED`;
     if (ids.length === 0) return [];
-    const runs = await tx.cronRun.findMany({ where: { id: { in: ids.map((r) => r.id) } }, include: { job: true } });
+    const runs = await tx.cronRun.findMany({ where: { id: { in: ids.map((r) => r.id) } }, include: { job: true }, orderBy: { createdAt: "asc" } });
     return runs.map(({ job, ...run }) => ({ run, job }));
   }
 
@@ -228,13 +240,22 @@ export class CronRepository {
     }));
   }
 
-  /** Locks runs that are still `running` (others skip those another scheduler holds), with their jobs. */
+  /**
+   * Locks the jobs of `runIds` (in id order), then the runs that are still `running` (others
+   * skip those another scheduler holds), and returns the runs with their jobs. Jobs before
+   * runs, as a job's delete takes them (its runs go with it), so the two cannot deadlock.
+   */
   async lockRunning(runIds: readonly string[], tx: Tx): Promise<(CronRun & { job: CronJob })[]> {
     if (runIds.length === 0) return [];
+    await tx.$queryRaw`
+      SELECT j.id FROM cron_jobs j
+       WHERE j.id IN (SELECT job_id FROM cron_runs WHERE id = ANY(${[...runIds]}::uuid[]))
+       ORDER BY j.id
+         FOR UPDATE OF j`;
     const locked = await tx.$queryRaw<{ id: string }[]>`
       SELECT id::text AS id FROM cron_runs WHERE id = ANY(${[...runIds]}::uuid[]) AND status = 'running' FOR UPDATE SKIP LOCKED`;
     if (locked.length === 0) return [];
-    return tx.cronRun.findMany({ where: { id: { in: locked.map((r) => r.id) } }, include: { job: true } });
+    return tx.cronRun.findMany({ where: { id: { in: locked.map((r) => r.id) } }, include: { job: true }, orderBy: { jobId: "asc" } });
   }
 
   /**

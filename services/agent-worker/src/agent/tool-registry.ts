@@ -1,5 +1,6 @@
 import { z } from "zod";
-import type { OutboundMessage, Result } from "@nahida/contracts";
+import type { CronCreateRequest, CronUpdateRequest, OutboundMessage, Result } from "@nahida/contracts";
+import type { CronJobError } from "@nahida/cron";
 import type { OutboxError } from "@nahida/outbox";
 import type { ToolSpec } from "./llm.client";
 
@@ -14,6 +15,12 @@ export interface ToolOutbox {
   send(request: { target: string; message: OutboundMessage }): Promise<Result<{ deliveryId: string }, OutboxError>>;
   /** An event in a session's history (role `event`), written under that session's lane lock. */
   recordEvent(sessionId: string, event: { content: string; metadata?: Record<string, unknown> }): Promise<Result<void, OutboxError>>;
+  /** A cron job owned by the calling session; checked now (schedule, target, quota), created in the commit. */
+  createCron(request: CronCreateRequest): Promise<Result<{ jobId: string; nextRunAt: Date | null }, CronJobError>>;
+  /** An edit of a cron job, checked now and applied in the commit. */
+  updateCron(jobId: string, request: CronUpdateRequest): Promise<Result<void, CronJobError>>;
+  /** Deletes a cron job in the commit. */
+  deleteCron(jobId: string): Promise<Result<void, CronJobError>>;
 }
 
 

@@ -85,5 +85,43 @@ const trigger: Command = {
   },
 };
 
+const describeSchedule = (schedule: unknown, tz: string): string => {
+  const s = schedule as { kind: string; expr?: string; every_ms?: number; at?: string };
+  if (s.kind === "cron") return `cron ${s.expr} (${tz})`;
+  if (s.kind === "every") return `every ${s.every_ms! >= 60_000 ? `${Math.round(s.every_ms! / 60_000)} min` : `${Math.round(s.every_ms! / 1000)} s`}`;
+  return `once at ${s.at} (${tz})`;
+};
+
+const cron: Command = {
+  name: "cron",
+  description: "this chat's scheduled jobs: list, or delete / pause / resume one (group admins only in groups)",
+  usage: "list | delete <id> | pause <id> | resume <id>",
+  handler: async ({ context, args }) => {
+    const [action = "list", id] = args.split(/\s+/).filter(Boolean);
+    if (action === "list") {
+      const jobs = await context.cron.list();
+      if (jobs.length === 0) return "No scheduled jobs in this chat.";
+      return [
+        "Scheduled jobs:",
+        ...jobs.map(
+          (j) =>
+            `${j.id.slice(0, 8)} · ${j.name} · ${describeSchedule(j.schedule, j.tz)} · ${j.enabled ? `next ${j.nextRunAt?.toISOString() ?? "none"}` : `paused${j.disabledReason ? ` (${j.disabledReason})` : ""}`}`,
+        ),
+      ].join("\n");
+    }
+    if (!["delete", "pause", "resume"].includes(action) || !id) return "Usage: /cron list | delete <id> | pause <id> | resume <id>";
+    const refused = refuseUnlessGroupAdmin(context);
+    if (refused) return refused;
+    const job = await context.cron.find(id);
+    if (!job) return `No job ${id} in this chat (or the id is ambiguous); /cron list shows them.`;
+    if (action === "delete") {
+      context.cron.remove(job.id);
+      return `Deleted "${job.name}".`;
+    }
+    context.cron.setEnabled(job.id, action === "resume");
+    return action === "resume" ? `Resumed "${job.name}".` : `Paused "${job.name}".`;
+  },
+};
+
 /** The built-in commands, matched before the agent. */
-export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger];
+export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger, cron];

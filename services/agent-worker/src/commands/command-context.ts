@@ -1,4 +1,14 @@
 import type { ChatType, TriggerMode } from "@nahida/contracts";
+import type { CronJob } from "@nahida/db";
+
+/** This chat's cron jobs as `/cron` sees them; changes are made in the run's commit. */
+export interface ChatCronJobs {
+  list(): Promise<CronJob[]>;
+  /** The chat's job whose id is, or starts with, `idOrPrefix` (at least 4 characters); null if none or several. */
+  find(idOrPrefix: string): Promise<CronJob | null>;
+  remove(jobId: string): void;
+  setEnabled(jobId: string, enabled: boolean): void;
+}
 
 /** What a built-in command sees of the chat and run it was sent in. */
 export interface CommandContext {
@@ -16,6 +26,7 @@ export interface CommandContext {
   rotateSession(): string;
   clearHistory(): void;
   setTriggerMode(mode: TriggerMode): void;
+  cron: ChatCronJobs;
   /** True when a reply in progress was stopped by this `/stop` (and clears the mark). */
   consumeStopped(): Promise<boolean>;
   commandList(): { name: string; description: string; usage?: string }[];

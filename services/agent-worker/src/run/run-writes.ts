@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { err, ok, type Clock, type TriggerMode } from "@nahida/contracts";
-import type { CronRepository, NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import { err, ok, type Clock, type CronUpdateRequest, type TriggerMode } from "@nahida/contracts";
+import type { CronJobs } from "@nahida/cron";
+import type { CronRepository, NewCronJob, NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { Outbox, OutboxRequest } from "@nahida/outbox";
 import type { ToolOutbox } from "../agent/tool-registry";
 
@@ -10,8 +11,13 @@ export interface RunWritesOptions {
   sessions: SessionRepository;
   turns: TurnRepository;
   cron: CronRepository;
+  /** Checks cron jobs that tools and commands create or edit; their writes join the commit. */
+  cronJobs: CronJobs;
   clock: Clock;
 }
+
+/** A cron job write of a tool or command, applied in the commit. */
+export type CronWrite = { kind: "create"; job: NewCronJob } | { kind: "update"; jobId: string; request: CronUpdateRequest } | { kind: "delete"; jobId: string };
 
 /** How a scheduled turn ended, written to its cron run in the commit. */
 export interface CronRunOutcome {
@@ -38,6 +44,7 @@ export class RunWrites {
   private readonly cleared = new Set<string>();
   private readonly triggerModes = new Map<string, TriggerMode>();
   private readonly cronRuns = new Map<string, CronRunOutcome>();
+  private readonly cronWrites: CronWrite[] = [];
 
   constructor(private readonly o: RunWritesOptions) {}
 
@@ -84,6 +91,11 @@ export class RunWrites {
     this.cronRuns.set(cronRunId, outcome);
   }
 
+  /** A cron job write (create, edit, delete), applied in the commit in call order. */
+  writeCron(write: CronWrite): void {
+    this.cronWrites.push(write);
+  }
+
   setTriggerMode(chatAddress: string, mode: TriggerMode): void {
     this.triggerModes.set(chatAddress, mode);
   }
@@ -93,7 +105,7 @@ export class RunWrites {
    * this run's commit only through `keep()`, called when the agent call returned: a call that
    * was stopped or failed (its turns are not stored either) leaves nothing behind.
    */
-  toolOutbox(): { outbox: ToolOutbox; keep(): void } {
+  toolOutbox(sessionId: string): { outbox: ToolOutbox; keep(): void } {
     const source = `agent:${this.o.runId}`;
     const held: (() => void)[] = [];
     return {
@@ -108,6 +120,26 @@ export class RunWrites {
         recordEvent: async (sessionId, event) => {
           if (!(await this.o.sessions.get(sessionId))) return err({ code: "not_found", message: `session ${sessionId} does not exist` });
           held.push(() => this.recordEvent(sessionId, { content: event.content, source, metadata: event.metadata ?? {} }));
+          return ok(undefined);
+        },
+        createCron: async (request) => {
+          const prepared = this.o.cronJobs.prepare(request, `session:${sessionId}`);
+          if (!prepared.ok) return prepared;
+          if (prepared.value.enabled) {
+            const room = await this.o.cronJobs.checkRoom(prepared.value.target);
+            if (!room.ok) return room;
+          }
+          held.push(() => this.writeCron({ kind: "create", job: prepared.value }));
+          return ok({ jobId: prepared.value.id!, nextRunAt: prepared.value.nextRunAt });
+        },
+        updateCron: async (jobId, request) => {
+          const checked = this.o.cronJobs.checkUpdate(request);
+          if (!checked.ok) return checked;
+          held.push(() => this.writeCron({ kind: "update", jobId, request }));
+          return ok(undefined);
+        },
+        deleteCron: async (jobId) => {
+          held.push(() => this.writeCron({ kind: "delete", jobId }));
           return ok(undefined);
         },
       },
@@ -139,6 +171,24 @@ export class RunWrites {
       const written = await this.o.outbox.write(request, tx);
       if (!written.ok) throw new Error(`delivery to ${request.target} refused at commit: ${written.error.message}`);
       if (written.value.created) ids.push(written.value.delivery.id);
+    }
+    for (const write of this.cronWrites) {
+      switch (write.kind) {
+        case "create":
+          await this.o.cron.create(write.job, tx);
+          break;
+        case "update":
+        case "delete": {
+          // A job deleted since the tool called is nothing to edit; the tool's answer stands.
+          const done = write.kind === "update" ? await this.o.cronJobs.update(write.jobId, write.request, tx) : await this.o.cronJobs.delete(write.jobId, tx);
+          if (!done.ok && done.error.code !== "not_found") throw new Error(`cron ${write.kind} of ${write.jobId} refused at commit: ${done.error.message}`);
+          break;
+        }
+        default: {
+          const unreachable: never = write;
+          throw new Error(`unknown cron write ${JSON.stringify(unreachable)}`);
+        }
+      }
     }
     for (const [cronRunId, outcome] of this.cronRuns) {
       await this.o.cron.updateRun(

@@ -3,6 +3,7 @@ import { decodeLaneItem, parseChatAddress, type Clock, type CronPayload, type Ou
 import type { CronJob, CronRepository, CronRun, InboundMessageRepository, InboundRecord, NewTurn, SessionRepository, TurnRepository } from "@nahida/db";
 import { RunStoppedError, type LaneHandler, type LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
+import type { CronJobs } from "@nahida/cron";
 import type { Outbox } from "@nahida/outbox";
 import type { TypedQueue } from "@nahida/queue";
 import type { RunAgent } from "../agent/agent-loop";
@@ -24,6 +25,8 @@ export interface SessionRunHandlerOptions {
   turns: TurnRepository;
   /** Reads the cron runs of `scheduled_turn` items, and records their outcome in the run's commit. */
   cron: CronRepository;
+  /** Checks the cron jobs tools and `/cron` write. */
+  cronJobs: CronJobs;
   outbox: Outbox;
   /** For the best-effort "typing…" indicator, which has no row. */
   outbound: TypedQueue<"outbound">;
@@ -169,7 +172,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       return false;
     });
 
-    const writes = new RunWrites({ runId: run.runId, outbox: o.outbox, sessions, turns, cron: o.cron, clock: o.clock });
+    const writes = new RunWrites({ runId: run.runId, outbox: o.outbox, sessions, turns, cron: o.cron, cronJobs: o.cronJobs, clock: o.clock });
     const state = { sessionId: session.id, triggerMode: chat.triggerMode };
 
     /** Queues a reply to the chat; `replyTo` is explicit so that "no quote" stays possible. */
@@ -218,6 +221,17 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           },
           consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.laneKey))) !== null,
           commandList: () => o.commands.list(),
+          cron: {
+            list: async () => (await o.cron.list({ target: chatAddress, limit: 50, offset: 0 })).jobs,
+            find: async (idOrPrefix) => {
+              if (idOrPrefix.length < 4) return null;
+              const { jobs } = await o.cron.list({ target: chatAddress, limit: 1_000, offset: 0 });
+              const matches = jobs.filter((j) => j.id.startsWith(idOrPrefix.toLowerCase()));
+              return matches.length === 1 ? matches[0]! : null;
+            },
+            remove: (jobId) => writes.writeCron({ kind: "delete", jobId }),
+            setEnabled: (jobId, enabled) => writes.writeCron({ kind: "update", jobId, request: { enabled } }),
+          },
         };
         const outcome = await o.commands.run(part.record.message.text, context, run.signal, { name: part.name, args: part.args });
         if (outcome.kind === "not_a_command") {
@@ -264,7 +278,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       );
       if (run.signal.reason instanceof RunStoppedError) return null;
       let result;
-      const tools = writes.toolOutbox();
+      const tools = writes.toolOutbox(sessionId);
       const stopTyping = showTyping();
       try {
         result = await o.runAgent!(messages, {
