@@ -15,81 +15,104 @@ function plan(overrides: Partial<FirePlanInput>) {
     endAt: null,
     runsLeft: null,
     jitterMs: () => 0,
+    outages: [],
     ...overrides,
   });
 }
 
+/** No scheduler ran from `from` to `to` (seconds after the anchor). */
+const down = (from: number, to: number) => [{ from: at(from), to: at(to) }];
+
 describe("planFire", () => {
   it("fires a slot that is on time and waits for the next", () => {
-    expect(plan({})).toEqual({ fire: { slot: at(10), catchUp: false }, passed: [], unrecorded: 0, next: at(20) });
+    expect(plan({})).toEqual({ fires: [{ slot: at(10), catchUp: false }], passed: [], unrecorded: 0, next: at(20) });
   });
 
-  it("is on time up to half the interval late", () => {
-    expect(plan({ now: at(15) }).fire).toEqual({ slot: at(10), catchUp: false });
-    expect(plan({ now: at(15.001), missed: "skip" }).fire).toBeNull();
+  it("fires every late slot when the schedulers were up but busy", () => {
+    const result = plan({ now: at(37) });
+    expect(result.fires).toEqual([
+      { slot: at(10), catchUp: false },
+      { slot: at(20), catchUp: false },
+      { slot: at(30), catchUp: false },
+    ]);
+    expect(result.passed).toEqual([]);
+    expect(result.next).toEqual(at(40));
   });
 
   it("after three slots down, run_once fires the latest once and records the others as skipped", () => {
-    const result = plan({ now: at(37) });
-    expect(result.fire).toEqual({ slot: at(30), catchUp: true });
+    const result = plan({ nextSlot: at(20), now: at(47), outages: down(10.05, 47) });
+    expect(result.fires).toEqual([{ slot: at(40), catchUp: true }]);
     expect(result.passed).toEqual([
-      { slot: at(10), status: "skipped" },
       { slot: at(20), status: "skipped" },
+      { slot: at(30), status: "skipped" },
     ]);
-    expect(result.next).toEqual(at(40));
+    expect(result.next).toEqual(at(50));
   });
 
   it("after three slots down, skip fires none and records all three", () => {
-    const result = plan({ now: at(37), missed: "skip" });
-    expect(result.fire).toBeNull();
-    expect(result.passed.map((p) => p.status)).toEqual(["skipped", "skipped", "skipped"]);
-    expect(result.next).toEqual(at(40));
+    const result = plan({ nextSlot: at(20), now: at(47), missed: "skip", outages: down(10.05, 47) });
+    expect(result.fires).toEqual([]);
+    expect(result.passed.map((p) => [p.slot, p.status])).toEqual([
+      [at(20), "skipped"],
+      [at(30), "skipped"],
+      [at(40), "skipped"],
+    ]);
+    expect(result.next).toEqual(at(50));
   });
 
-  it("fires the current slot and skips the passed ones when it comes back just in time", () => {
-    const result = plan({ now: at(30.5), missed: "skip" });
-    expect(result.fire).toEqual({ slot: at(30), catchUp: false });
-    expect(result.passed.map((p) => p.slot)).toEqual([at(10), at(20)]);
+  it("a slot on time after an outage fires, and run_once adds no catch-up before it", () => {
+    for (const missed of ["run_once", "skip"] as const) {
+      const result = plan({ nextSlot: at(20), now: at(40.5), missed, outages: down(10.05, 40.5) });
+      expect(result.fires).toEqual([{ slot: at(40), catchUp: false }]);
+      expect(result.passed.map((p) => p.slot)).toEqual([at(20), at(30)]);
+    }
+  });
+
+  it("is on time up to half the interval late, also right after an outage", () => {
+    expect(plan({ now: at(15), missed: "skip", outages: down(0, 15) }).fires).toEqual([{ slot: at(10), catchUp: false }]);
+    expect(plan({ now: at(15.001), missed: "skip", outages: down(0, 15.001) }).fires).toEqual([]);
   });
 
   it("records slots older than the catch-up window as missed and never fires them late", () => {
-    const result = plan({ now: at(100), catchupWindowMs: 25_000 });
-    // 10..70 are older than 75 s: missed; 80, 90 inside the window; 100 on time.
-    expect(result.fire).toEqual({ slot: at(100), catchUp: false });
+    const result = plan({ now: at(100), catchupWindowMs: 25_000, outages: down(5, 100) });
+    // 10..70 are older than 75 s: missed; 80, 90 inside the window, due while down; 100 on time.
+    expect(result.fires).toEqual([{ slot: at(100), catchUp: false }]);
     expect(result.passed.filter((p) => p.status === "missed").map((p) => p.slot)).toEqual([at(10), at(20), at(30), at(40), at(50), at(60), at(70)]);
     expect(result.passed.filter((p) => p.status === "skipped").map((p) => p.slot)).toEqual([at(80), at(90)]);
   });
 
-  it("fires nothing when even the latest slot is older than the window", () => {
+  it("never fires a slot older than the window, even when the schedulers were up", () => {
     const result = plan({ now: at(57), catchupWindowMs: 5_000 });
-    expect(result.fire).toBeNull();
+    expect(result.fires).toEqual([]);
     expect(result.passed.every((p) => p.status === "missed")).toBe(true);
     expect(result.next).toEqual(at(60));
   });
 
   it("caps what it writes when far behind and jumps to the window", () => {
-    const result = plan({ now: at(1_000_000), catchupWindowMs: 30_000 });
+    const result = plan({ now: at(1_000_000), catchupWindowMs: 30_000, outages: down(0, 1_000_000) });
     expect(result.passed.filter((p) => p.status === "missed")).toHaveLength(PASSED_RECORD_CAP);
     expect(result.unrecorded).toBeGreaterThan(0);
-    expect(result.fire).toEqual({ slot: at(1_000_000), catchUp: false });
+    expect(result.fires).toEqual([{ slot: at(1_000_000), catchUp: false }]);
     expect(result.next).toEqual(at(1_000_010));
   });
 
   it("stops at max_runs and at end_at", () => {
-    expect(plan({ runsLeft: 1 })).toMatchObject({ fire: { slot: at(10) }, next: null });
-    expect(plan({ runsLeft: 0 })).toMatchObject({ fire: null, next: null });
-    expect(plan({ endAt: at(15) })).toMatchObject({ fire: { slot: at(10) }, next: null });
-    expect(plan({ endAt: at(5) })).toMatchObject({ fire: null, next: null, passed: [] });
+    expect(plan({ runsLeft: 1 })).toMatchObject({ fires: [{ slot: at(10) }], next: null });
+    expect(plan({ runsLeft: 0 })).toMatchObject({ fires: [], next: null });
+    expect(plan({ runsLeft: 2, now: at(37) })).toMatchObject({ fires: [{ slot: at(10) }, { slot: at(20) }], next: null, passed: [{ slot: at(30), status: "skipped" }] });
+    expect(plan({ endAt: at(15) })).toMatchObject({ fires: [{ slot: at(10) }], next: null });
+    expect(plan({ endAt: at(5) })).toMatchObject({ fires: [], next: null, passed: [] });
   });
 
-  it("an at job fires once and then has nothing next", () => {
+  it("an at job fires once and then has nothing next; missed while down, it follows the policy", () => {
     const once: FirePlanInput["resolved"] = { schedule: { kind: "at", at: "2026-01-01T00:00:10Z" }, tz: "UTC", anchorAt: anchor };
-    expect(plan({ resolved: once, now: at(12) })).toEqual({ fire: { slot: at(10), catchUp: false }, passed: [], unrecorded: 0, next: null });
-    expect(plan({ resolved: once, now: at(200), missed: "skip" })).toEqual({ fire: null, passed: [{ slot: at(10), status: "skipped" }], unrecorded: 0, next: null });
+    expect(plan({ resolved: once, now: at(12) })).toEqual({ fires: [{ slot: at(10), catchUp: false }], passed: [], unrecorded: 0, next: null });
+    expect(plan({ resolved: once, now: at(200), missed: "skip", outages: down(0, 200) })).toEqual({ fires: [], passed: [{ slot: at(10), status: "skipped" }], unrecorded: 0, next: null });
+    expect(plan({ resolved: once, now: at(200), outages: down(0, 200) }).fires).toEqual([{ slot: at(10), catchUp: true }]);
   });
 
   it("measures lateness from the jittered instant", () => {
-    expect(plan({ now: at(17), jitterMs: () => 3_000, missed: "skip" }).fire).toEqual({ slot: at(10), catchUp: false });
+    expect(plan({ now: at(17), jitterMs: () => 3_000, missed: "skip", outages: down(0, 17) }).fires).toEqual([{ slot: at(10), catchUp: false }]);
   });
 });
 

@@ -9,6 +9,12 @@ export const PASSED_RECORD_CAP = 20;
 /** Slots inside the catch-up window walked at most; beyond it the walk jumps to now. */
 const WINDOW_WALK_CAP = 10_000;
 
+/** A span in which no scheduler ran (see the scheduler's beat). */
+export interface SchedulerOutage {
+  from: Date;
+  to: Date;
+}
+
 export interface FirePlanInput {
   resolved: ResolvedSchedule;
   /** The job's next slot that has not been fired or recorded. */
@@ -22,6 +28,8 @@ export interface FirePlanInput {
   runsLeft: number | null;
   /** The job's jitter for a slot (see {@link jitterFor}); 0 without jitter. */
   jitterMs: (slot: Date) => number;
+  /** Recent spans without any scheduler: a slot due in one was missed, not just late. */
+  outages: readonly SchedulerOutage[];
 }
 
 export interface PassedSlot {
@@ -31,31 +39,33 @@ export interface PassedSlot {
 }
 
 export interface FirePlan {
-  /** The slot to fire now, if any; `catchUp` when it fires late under `run_once`. */
-  fire: { slot: Date; catchUp: boolean } | null;
+  /** Slots to fire now, oldest first; `catchUp` for the one `run_once` fires for slots missed while no scheduler ran. */
+  fires: { slot: Date; catchUp: boolean }[];
   /** Passed slots to record, oldest first. */
   passed: PassedSlot[];
-  /** Passed slots beyond the record cap: counted, not written. */
+  /** Passed slots beyond the record cap: counted (at least this many), not written. */
   unrecorded: number;
   /** The next slot to wait for, or null when the job has no more (an `at`, end_at, max_runs). */
   next: Date | null;
 }
 
 /**
- * Decides what one claim of a due job does, from the job's next slot and the time only, so
- * every replica and every retry of the claim decides the same.
- *
- * The latest passed slot fires as usual when it is on time: no later than half the interval
- * to the slot after it (at most a minute) past its instant. Otherwise the slots passed while
- * no scheduler ran follow the job's policy inside the catch-up window (`run_once` fires the
- * latest of them once, `skip` none) and are recorded; slots older than the window are
- * recorded as missed and never fire.
+ * Decides what one claim of a due job does, from the job's next slot, the time and the
+ * recorded scheduler outages only, so every replica and every retry of the claim decides
+ * the same. For each passed slot:
+ * - older than the catch-up window: recorded `missed`, never fired late;
+ * - on time (no later than half the interval to the next slot, at most a minute): fired;
+ * - late while schedulers were up (they were busy): fired, late;
+ * - due while no scheduler ran: the job's `missed` policy. `run_once` fires the latest such
+ *   slot once, unless a later slot fires anyway; `skip` fires none. Those not fired are
+ *   recorded `skipped`.
  */
 export function planFire(input: FirePlanInput): FirePlan {
   const now = input.now.getTime();
   const windowStart = now - input.catchupWindowMs;
   const runAt = (slot: Date) => slot.getTime() + input.jitterMs(slot);
   const inRange = (slot: Date | null): slot is Date => slot !== null && (input.endAt === null || slot.getTime() <= input.endAt.getTime());
+  const duringOutage = (slot: Date) => input.outages.some((o) => runAt(slot) > o.from.getTime() && runAt(slot) <= o.to.getTime());
 
   let unrecorded = 0;
   const old: Date[] = [];
@@ -84,23 +94,30 @@ export function planFire(input: FirePlanInput): FirePlan {
   }
   let next = inRange(slot) ? slot : null;
 
-  let fire: FirePlan["fire"] = null;
-  const latest = recent.at(-1);
-  if (latest && (input.runsLeft === null || input.runsLeft > 0)) {
-    const interval = intervalAfter(input.resolved, latest);
+  const fire = new Set<Date>();
+  const missedWhileDown: Date[] = [];
+  for (const s of recent) {
+    const interval = intervalAfter(input.resolved, s);
     const onTimeMs = Math.min(interval === null ? MAX_ON_TIME_MS : interval / 2, MAX_ON_TIME_MS);
-    if (now - runAt(latest) <= onTimeMs) fire = { slot: latest, catchUp: false };
-    else if (input.missed === "run_once") fire = { slot: latest, catchUp: true };
+    if (now - runAt(s) > onTimeMs && duringOutage(s)) missedWhileDown.push(s);
+    else fire.add(s);
   }
-  if (input.runsLeft !== null && input.runsLeft <= (fire ? 1 : 0)) next = null;
+  const catchUp = missedWhileDown.at(-1);
+  if (input.missed === "run_once" && catchUp && !recent.some((s) => fire.has(s) && s.getTime() > catchUp.getTime())) fire.add(catchUp);
 
-  const skipped = recent.filter((s) => s !== fire?.slot);
+  let fires = recent.filter((s) => fire.has(s)).map((s) => ({ slot: s, catchUp: s === catchUp }));
+  if (input.runsLeft !== null) {
+    fires = fires.slice(0, Math.max(0, input.runsLeft));
+    if (input.runsLeft <= fires.length) next = null;
+  }
+  const fired = new Set(fires.map((f) => f.slot));
+  const skipped = recent.filter((s) => !fired.has(s));
   unrecorded += Math.max(0, skipped.length - PASSED_RECORD_CAP);
   const passed: PassedSlot[] = [
     ...old.map((s) => ({ slot: s, status: "missed" as const })),
     ...skipped.slice(-PASSED_RECORD_CAP).map((s) => ({ slot: s, status: "skipped" as const })),
   ];
-  return { fire, passed, unrecorded, next };
+  return { fires, passed, unrecorded, next };
 }
 
 /**

@@ -54,3 +54,24 @@ CREATE INDEX "cron_runs_status_retry_at_idx" ON "cron_runs"("status", "retry_at"
 
 -- AddForeignKey
 ALTER TABLE "cron_runs" ADD CONSTRAINT "cron_runs_job_id_fkey" FOREIGN KEY ("job_id") REFERENCES "cron_jobs"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- CreateTable: the schedulers' heartbeat (one row), and the spans in which none ran. A slot
+-- due in such a span was missed and follows its job's policy; a slot that is merely late
+-- (the schedulers were busy) still fires.
+CREATE TABLE "cron_scheduler_beats" (
+    "id" INTEGER NOT NULL,
+    "beat_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "cron_scheduler_beats_pkey" PRIMARY KEY ("id")
+);
+
+CREATE TABLE "cron_outages" (
+    "id" BIGSERIAL NOT NULL,
+    "from_at" TIMESTAMPTZ(3) NOT NULL,
+    "to_at" TIMESTAMPTZ(3) NOT NULL,
+    "recorded_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "cron_outages_pkey" PRIMARY KEY ("id")
+);
+
+CREATE INDEX "cron_outages_to_at_idx" ON "cron_outages"("to_at");

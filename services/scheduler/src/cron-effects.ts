@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { parseChatAddress, type CronPayload, type OutboundMessage, type Result } from "@nahida/contracts";
 import { laneKeyForChat, type CronJob, type SessionRepository, type Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
@@ -6,12 +5,21 @@ import type { Outbox } from "@nahida/outbox";
 
 /** What a written effect leaves to do after the commit, and what the run row records. */
 export interface WrittenEffect {
+  /** The notify's delivery (the one asked for, or the one its idempotency key already named). */
+  deliveryId: string | null;
   /** Deliveries to enqueue after the commit. */
-  deliveryIds: string[];
+  dispatch: string[];
   /** Lanes to wake after the commit. */
   lanes: string[];
   /** The session an agent turn goes to, when it is known now (isolated, named). */
   sessionId: string | null;
+}
+
+/** Ids a fire names before its effect is written, so its run row can carry them from the start. */
+export interface EffectIds {
+  deliveryId: string;
+  /** The session an isolated agent turn creates. */
+  sessionId: string;
 }
 
 export interface CronEffectsOptions {
@@ -38,6 +46,7 @@ export async function writeCronEffect(
   o: CronEffectsOptions,
   job: CronJob,
   run: { id: string; slot: Date; attempt: number },
+  ids: EffectIds,
   tx: Tx,
 ): Promise<Result<WrittenEffect, string>> {
   const payload = job.payload as CronPayload;
@@ -53,14 +62,15 @@ export async function writeCronEffect(
         message,
         source: `cron:${job.id}`,
         idempotencyKey: cronDeliveryKey(job.id, run.slot, run.attempt),
-        deliveryId: randomUUID(),
+        deliveryId: ids.deliveryId,
       };
       // A channel removed since the job was created, or a file gone from the workspace.
       const checked = await o.outbox.check(request, tx);
       if (!checked.ok) return { ok: false, error: checked.error.message };
       const written = await o.outbox.write(request, tx);
       if (!written.ok) return { ok: false, error: written.error.message };
-      return { ok: true, value: { deliveryIds: written.value.created ? [written.value.delivery.id] : [], lanes: [], sessionId: null } };
+      const { delivery, created } = written.value;
+      return { ok: true, value: { deliveryId: delivery.id, dispatch: created ? [delivery.id] : [], lanes: [], sessionId: null } };
     }
     case "agent_turn": {
       const address = parseChatAddress(job.target);
@@ -74,9 +84,9 @@ export async function writeCronEffect(
       await o.lanes.append(laneKey, "scheduled_turn", run.id, tx);
       if (payload.session !== "main") {
         const title = payload.session === "isolated" ? `cron ${job.name} @ ${run.slot.toISOString()}` : `cron session ${payload.session.slice(6)}`;
-        sessionId = (await o.sessions.ensureLaneSession(laneKey, { ...chat, title }, tx)).id;
+        sessionId = (await o.sessions.ensureLaneSession(laneKey, { ...chat, title }, tx, payload.session === "isolated" ? ids.sessionId : undefined)).id;
       }
-      return { ok: true, value: { deliveryIds: [], lanes: [laneKey], sessionId } };
+      return { ok: true, value: { deliveryId: null, dispatch: [], lanes: [laneKey], sessionId } };
     }
     default: {
       const unreachable: never = payload;

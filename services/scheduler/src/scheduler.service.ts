@@ -4,7 +4,7 @@ import type { Clock, CronPayload, CronSchedule } from "@nahida/contracts";
 import { jitterFor, planFire, type ResolvedSchedule } from "@nahida/cron";
 import { isOutage, type CronAdvance, type CronJob, type CronRepository, type CronRun, type NewCronRun, type Tx } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
-import { writeCronEffect, type CronEffectsOptions } from "./cron-effects";
+import { writeCronEffect, type CronEffectsOptions, type EffectIds } from "./cron-effects";
 
 /** Waits before a failed fire is tried again; after the last, the fire is recorded failed. */
 export const CRON_RETRY_BACKOFF_MS: readonly number[] = [30_000, 60_000, 300_000];
@@ -25,7 +25,14 @@ export interface SchedulerOptions extends CronEffectsOptions {
   /** How often runs waiting for an outcome are checked. Default 1 s. */
   finishEveryMs?: number;
   retryBackoffMs?: readonly number[];
+  /**
+   * The heartbeat standing still this long means no scheduler ran: the slots due meanwhile
+   * were missed (and follow their jobs' policy) rather than late. Default 5 s, or ten polls.
+   */
+  outageAfterMs?: number;
 }
+
+const DEFAULT_OUTAGE_AFTER_MS = 5_000;
 
 export interface TickResult {
   /** When the earliest enabled job is due next, as seen after this pass. */
@@ -73,6 +80,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   const batchSize = o.batchSize ?? 100;
   const finishEveryMs = o.finishEveryMs ?? 1_000;
   const backoff = o.retryBackoffMs ?? CRON_RETRY_BACKOFF_MS;
+  const outageAfterMs = o.outageAfterMs ?? Math.max(DEFAULT_OUTAGE_AFTER_MS, 10 * o.pollMs);
   const log = o.logger;
   let lastFinish = 0;
 
@@ -88,9 +96,11 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
     const claimed = await o.transaction(async (tx) => {
       const jobs = await o.cron.claimDue(now, batchSize, tx);
+      if (jobs.length === 0) return 0;
+      const outages = await o.cron.outagesSince(new Date(now.getTime() - Math.max(...jobs.map((j) => j.catchupWindowMs))), tx);
       const runs: NewCronRun[] = [];
       const advances: CronAdvance[] = [];
-      const fires: { job: CronJob; run: NewCronRun & { id: string } }[] = [];
+      const fires: { job: CronJob; run: NewCronRun & { id: string }; ids: EffectIds }[] = [];
       for (const job of jobs) {
         const resolved = resolvedOf(job);
         const jitter = jitterFor(job.id, job.jitterMs);
@@ -103,30 +113,50 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
           endAt: job.endAt,
           runsLeft: job.maxRuns === null ? null : Math.max(0, job.maxRuns - job.runCount),
           jitterMs: jitter,
+          outages,
         });
         for (const passed of plan.passed) {
-          runs.push({ jobId: job.id, slot: passed.slot, kind: kindOf(job), status: passed.status, finishedAt: now, error: passed.status === "missed" ? "older than the catch-up window" : "passed while no scheduler ran; not fired under the job's missed policy" });
+          runs.push({
+            jobId: job.id,
+            slot: passed.slot,
+            kind: kindOf(job),
+            status: passed.status,
+            finishedAt: now,
+            error: passed.status === "missed" ? "older than the catch-up window" : "due while no scheduler ran; not fired under the job's missed policy",
+          });
         }
         if (plan.unrecorded > 0) log.warn({ jobId: job.id, unrecorded: plan.unrecorded }, "cron job was far behind; passed slots beyond the record cap were counted, not written");
-        if (plan.fire) {
-          const run = { id: randomUUID(), jobId: job.id, slot: plan.fire.slot, kind: kindOf(job), status: "running" as const, attempt: 1 };
+        for (const fire of plan.fires) {
+          // Named before the insert, so the run row carries them from the start.
+          const ids: EffectIds = { deliveryId: randomUUID(), sessionId: randomUUID() };
+          const payload = job.payload as CronPayload;
+          const run = {
+            id: randomUUID(),
+            jobId: job.id,
+            slot: fire.slot,
+            kind: payload.kind,
+            status: "running" as const,
+            attempt: 1,
+            deliveryIds: payload.kind === "notify" ? [ids.deliveryId] : [],
+            sessionId: payload.kind === "agent_turn" && payload.session === "isolated" ? ids.sessionId : null,
+          };
           runs.push(run);
-          fires.push({ job, run });
+          fires.push({ job, run, ids });
         }
         advances.push({
           jobId: job.id,
           nextSlot: plan.next,
           nextRunAt: plan.next ? new Date(plan.next.getTime() + jitter(plan.next)) : null,
-          fired: plan.fire ? 1 : 0,
+          fired: plan.fires.length,
           enabled: plan.next !== null,
         });
       }
       const inserted = await o.cron.insertRuns(runs, tx);
-      for (const { job, run } of fires) {
+      for (const { job, run, ids } of fires) {
         // A slot that already has a row (a clock far behind moved a job back) is not fired again.
         if (!inserted.has(run.id)) continue;
         result.fired += 1;
-        await startEffect(job, { id: run.id, slot: run.slot, attempt: 1, deliveryIds: [] }, now, tx, after);
+        await startEffect(job, { id: run.id, slot: run.slot, attempt: 1, deliveryIds: [] }, ids, now, tx, after, run);
       }
       result.recorded += inserted.size - fires.filter((f) => inserted.has(f.run.id)).length;
       await o.cron.advance(advances, tx);
@@ -136,20 +166,31 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     return claimed;
   }
 
-  /** Writes a fire's effect; a fire that cannot be written (a channel removed since) fails like a failed send. */
-  async function startEffect(job: CronJob, run: Pick<CronRun, "id" | "slot" | "attempt" | "deliveryIds">, now: Date, tx: Tx, after: AfterCommit): Promise<void> {
-    const written = await writeCronEffect(o, job, run, tx);
+  /**
+   * Writes a fire's effect and brings its run row up to date (a new fire's row was inserted
+   * with the ids the effect would use: `inserted`, and is left alone when they held). A fire
+   * that cannot be written (a channel removed since) fails like a failed send.
+   */
+  async function startEffect(
+    job: CronJob,
+    run: Pick<CronRun, "id" | "slot" | "attempt" | "deliveryIds">,
+    ids: EffectIds,
+    now: Date,
+    tx: Tx,
+    after: AfterCommit,
+    inserted?: Pick<NewCronRun, "deliveryIds" | "sessionId">,
+  ): Promise<void> {
+    const written = await writeCronEffect(o, job, run, ids, tx);
     if (!written.ok) {
       await failed(job, { ...run, kind: kindOf(job) }, written.error, now, tx, after);
       return;
     }
-    after.deliveryIds.push(...written.value.deliveryIds);
-    for (const lane of written.value.lanes) after.lanes.add(lane);
-    await o.cron.updateRun(
-      run.id,
-      { status: "running", attempt: run.attempt, deliveryIds: [...run.deliveryIds, ...written.value.deliveryIds], sessionId: written.value.sessionId, retryAt: null },
-      tx,
-    );
+    const { deliveryId, dispatch, lanes, sessionId } = written.value;
+    after.deliveryIds.push(...dispatch);
+    for (const lane of lanes) after.lanes.add(lane);
+    const deliveryIds = deliveryId ? [...run.deliveryIds, deliveryId] : run.deliveryIds;
+    const current = inserted && (inserted.deliveryIds?.[0] ?? null) === deliveryId && (sessionId === null || inserted.sessionId === sessionId);
+    if (!current) await o.cron.updateRun(run.id, { status: "running", attempt: run.attempt, deliveryIds, sessionId, retryAt: null }, tx);
   }
 
   /** A fire whose effect failed: tried again after the next backoff step, or recorded failed. */
@@ -182,7 +223,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     await o.transaction(async (tx) => {
       for (const { run, job } of await o.cron.claimPendingRuns(now, batchSize, tx)) {
         result.started += 1;
-        await startEffect(job, { id: run.id, slot: run.slot, attempt: run.attempt + 1, deliveryIds: run.deliveryIds }, now, tx, after);
+        await startEffect(job, { id: run.id, slot: run.slot, attempt: run.attempt + 1, deliveryIds: run.deliveryIds }, { deliveryId: randomUUID(), sessionId: randomUUID() }, now, tx, after);
       }
     });
     await dispatch(after);
@@ -215,10 +256,13 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
 
   async function tick(): Promise<TickResult> {
     const now = o.clock.now();
+    const outage = await o.cron.beat(now, outageAfterMs);
+    if (outage) log.warn({ from: outage.from.toISOString(), to: outage.to.toISOString() }, "no scheduler ran in this span; its slots follow their jobs' missed policy");
     const glance = await o.cron.glance(now);
     const result: TickResult = { nextDueAt: glance.nextDueAt, fired: 0, recorded: 0, started: 0, finished: 0 };
     if (glance.nextDueAt && glance.nextDueAt.getTime() <= now.getTime()) {
-      while ((await fireDue(now, result)) === batchSize);
+      // Batch after batch while full; each a beat, so a long backlog is not taken for an outage.
+      while ((await fireDue(now, result)) === batchSize) await o.cron.beat(o.clock.now(), outageAfterMs);
       result.nextDueAt = (await o.cron.glance(now)).nextDueAt;
     }
     if (glance.pendingRuns) await startPending(now, result);

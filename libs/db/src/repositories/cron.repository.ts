@@ -34,7 +34,7 @@ export interface NewCronRun {
   status: CronRunStatus;
   manual?: boolean;
   attempt?: number;
-  /** Set by {@link CronRepository.updateRun} once the effect is written; not by an insert. */
+  /** An insert takes at most one (the fire's delivery, named before it is written). */
   deliveryIds?: string[];
   sessionId?: string | null;
   error?: string | null;
@@ -163,13 +163,16 @@ export class CronRepository {
     if (runs.length === 0) return new Set();
     const rows = runs.map((r) => ({ ...r, id: r.id ?? randomUUID() }));
     const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO cron_runs (id, job_id, slot, kind, status, manual, attempt, session_id, error, retry_at, finished_at)
-      SELECT * FROM unnest(
-        ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.jobId)}::uuid[], ${rows.map((r) => r.slot)}::timestamptz[],
-        ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.manual ?? false)}::boolean[],
-        ${rows.map((r) => r.attempt ?? 0)}::int[],
-        ${rows.map((r) => r.sessionId ?? null)}::uuid[], ${rows.map((r) => r.error ?? null)}::text[],
-        ${rows.map((r) => r.retryAt ?? null)}::timestamptz[], ${rows.map((r) => r.finishedAt ?? null)}::timestamptz[])
+      INSERT INTO cron_runs (id, job_id, slot, kind, status, manual, attempt, delivery_ids, session_id, error, retry_at, finished_at)
+      SELECT id, job_id, slot, kind, status, manual, attempt, CASE WHEN delivery_id IS NULL THEN '{}'::text[] ELSE ARRAY[delivery_id::text] END,
+             session_id, error, retry_at, finished_at
+        FROM unnest(
+          ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.jobId)}::uuid[], ${rows.map((r) => r.slot)}::timestamptz[],
+          ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.manual ?? false)}::boolean[],
+          ${rows.map((r) => r.attempt ?? 0)}::int[], ${rows.map((r) => r.deliveryIds?.[0] ?? null)}::uuid[],
+          ${rows.map((r) => r.sessionId ?? null)}::uuid[], ${rows.map((r) => r.error ?? null)}::text[],
+          ${rows.map((r) => r.retryAt ?? null)}::timestamptz[], ${rows.map((r) => r.finishedAt ?? null)}::timestamptz[])
+          AS u(id, job_id, slot, kind, status, manual, attempt, delivery_id, session_id, error, retry_at, finished_at)
       ON CONFLICT (job_id, slot) DO NOTHING
       RETURNING id::text AS id`;
     return new Set(inserted.map((r) => r.id));
@@ -274,6 +277,35 @@ export class CronRepository {
   async disable(jobId: string, reason: string, tx: Tx): Promise<boolean> {
     const { count } = await tx.cronJob.updateMany({ where: { id: jobId, enabled: true }, data: { enabled: false, disabledReason: reason, nextRunAt: null } });
     return count === 1;
+  }
+
+  /**
+   * The schedulers' heartbeat: moves it to `now` (at most one write a second across
+   * replicas) and returns the outage it ends, if the beat stood still longer than
+   * `outageAfterMs`, or since always when no scheduler ever beat. The outage is recorded.
+   */
+  async beat(now: Date, outageAfterMs: number): Promise<{ from: Date; to: Date } | null> {
+    const [row] = await this.prisma.$queryRaw<{ prev: Date | null }[]>`
+      WITH prev AS (SELECT beat_at FROM cron_scheduler_beats WHERE id = 1),
+           up AS (
+             INSERT INTO cron_scheduler_beats (id, beat_at) VALUES (1, ${now})
+             ON CONFLICT (id) DO UPDATE SET beat_at = EXCLUDED.beat_at
+              WHERE cron_scheduler_beats.beat_at < EXCLUDED.beat_at - interval '1 second'
+             RETURNING 1)
+      SELECT (SELECT beat_at FROM prev) AS prev, (SELECT count(*) FROM up) AS wrote`;
+    const prev = row?.prev ?? null;
+    if (prev && now.getTime() - prev.getTime() <= outageAfterMs) return null;
+    const outage = { from: prev ?? new Date(0), to: now };
+    await this.prisma.$executeRaw`
+      WITH gone AS (DELETE FROM cron_outages WHERE to_at < ${now}::timestamptz - interval '8 days')
+      INSERT INTO cron_outages (from_at, to_at) VALUES (${outage.from}, ${outage.to})`;
+    return outage;
+  }
+
+  /** Outages that ended at or after `since`. */
+  async outagesSince(since: Date, tx?: Tx): Promise<{ from: Date; to: Date }[]> {
+    const rows = await (tx ?? this.prisma).cronOutage.findMany({ where: { toAt: { gte: since } }, orderBy: { toAt: "asc" } });
+    return rows.map((r) => ({ from: r.fromAt, to: r.toAt }));
   }
 
   /** A small look at what is waiting, without locks: when the next job is due, and whether manual runs or retries are. */
