@@ -104,6 +104,24 @@ describe("the scheduler, driven by a set clock", () => {
     for (const job of [once, skip]) await jobs.delete(job.id);
   });
 
+  it("a scheduler that was up but busy fires every late slot; only slots due while none ran follow the policy", async () => {
+    clock.set("2026-01-05T09:30:00Z");
+    const job = await createJob({ name: "busy", schedule: { kind: "every", every_ms: 10_000 }, missed: "skip" });
+    const scheduler = schedulerWith();
+    clock.set("2026-01-05T09:30:10.050Z");
+    await scheduler.tick();
+    // Other replicas beat every second, but no claim of this job got through for 25 s.
+    for (let t = 11; t <= 35; t++) await repos.cron.beat(new Date(`2026-01-05T09:30:${String(t).padStart(2, "0")}.000Z`));
+    clock.set("2026-01-05T09:30:35.500Z");
+    expect((await scheduler.tick()).fired).toBe(2);
+    expect((await runs(job.id)).map((r) => [r.slot.slice(17, 19), r.status])).toEqual([
+      ["10", "running"],
+      ["20", "running"],
+      ["30", "running"],
+    ]);
+    await jobs.delete(job.id);
+  });
+
   it("records slots older than the catch-up window as missed and never fires them late", async () => {
     clock.set("2026-01-05T10:00:00Z");
     const job = await createJob({ name: "window", schedule: { kind: "every", every_ms: 60_000 }, catchup_window_ms: 120_000 });
@@ -172,6 +190,62 @@ describe("the scheduler, driven by a set clock", () => {
     // Disabled: nothing fires any more.
     clock.advance(3 * 3_600_000);
     expect((await scheduler.tick()).fired).toBe(0);
+    await jobs.delete(job.id);
+  });
+
+  it("does not send a failed notify again when a part reached the platform, or when it expired", async () => {
+    clock.set("2026-01-06T12:00:00Z");
+    const job = await createJob({ name: "partial", schedule: { kind: "every", every_ms: 3_600_000 }, target: "telegram:private:43" });
+    const scheduler = schedulerWith();
+    for (const [fire, update] of [
+      [1, { status: "failed", sentParts: 1, error: "Bad Request: message is too long" }],
+      [2, { status: "expired", error: null }],
+    ] as const) {
+      clock.advance(3_600_000);
+      expect((await scheduler.tick()).fired).toBe(1);
+      const [run] = (await runs(job.id)).filter((r) => r.status === "running");
+      await t.db.prisma.delivery.update({ where: { id: run!.deliveryIds[0]! }, data: update });
+      clock.advance(1_000);
+      await scheduler.tick();
+      expect((await runs(job.id)).at(-1)).toMatchObject({ status: "failed", attempt: 1 });
+      expect((await repos.cron.get(job.id))!.consecutiveFailures).toBe(fire);
+    }
+    await jobs.delete(job.id);
+  });
+
+  it("a fire that cannot be written (its channel is gone) is retried, then failed, then counted", async () => {
+    clock.set("2026-01-06T18:00:00Z");
+    const prepared = jobs.prepare(CronCreateSchema.parse({ name: "gone", target: "telegram:private:44", schedule: { kind: "every", every_ms: 3_600_000 }, payload: { kind: "notify", text: "x" } }), "token:test");
+    if (!prepared.ok) throw new Error(prepared.error.message);
+    const job = await repos.cron.create({ ...prepared.value, target: "retired:private:44" });
+    const scheduler = schedulerWith();
+    clock.advance(3_600_000);
+    await scheduler.tick();
+    for (const backoffMs of [30_000, 60_000, 300_000]) {
+      expect((await runs(job.id)).at(-1)).toMatchObject({ status: "retrying", error: expect.stringMatching(/channel "retired" is not registered/) });
+      clock.advance(backoffMs);
+      await scheduler.tick();
+    }
+    expect((await runs(job.id)).at(-1)).toMatchObject({ status: "failed", attempt: 4, deliveryIds: [] });
+    expect((await repos.cron.get(job.id))!.consecutiveFailures).toBe(1);
+    await jobs.delete(job.id);
+  });
+
+  it("a job paused while its fire waits for a retry does not send the retry", async () => {
+    clock.set("2026-01-06T21:00:00Z");
+    const job = await createJob({ name: "paused", schedule: { kind: "every", every_ms: 3_600_000 }, target: "telegram:private:45" });
+    const scheduler = schedulerWith();
+    clock.advance(3_600_000);
+    await scheduler.tick();
+    const [run] = await runs(job.id);
+    await t.db.prisma.delivery.update({ where: { id: run!.deliveryIds[0]! }, data: { status: "failed", error: "Bad Gateway" } });
+    clock.advance(1_000);
+    await scheduler.tick();
+    expect((await runs(job.id))[0]).toMatchObject({ status: "retrying" });
+    expect((await jobs.update(job.id, { enabled: false })).ok).toBe(true);
+    clock.advance(30_000);
+    await scheduler.tick();
+    expect((await runs(job.id))[0]).toMatchObject({ status: "skipped", error: "the job was disabled before its retry", deliveryIds: [run!.deliveryIds[0]] });
     await jobs.delete(job.id);
   });
 

@@ -54,13 +54,12 @@ export class CronJobs {
    * The agent's `cron_create` checks with it when the tool calls and writes the job in the
    * run's commit.
    */
-  prepare(request: CronCreateRequest, owner: string): Result<NewCronJob, CronJobError> {
+  prepare(request: CronCreateRequest, owner: string, id: string = randomUUID()): Result<NewCronJob, CronJobError> {
     const now = this.o.clock.now();
     const target = this.checkTarget(request.target);
     if (!target.ok) return target;
     const checked = checkSchedule(request.schedule, { defaultTz: this.o.defaultTz, now, minIntervalMs: this.o.minIntervalMs });
     if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
-    const id = randomUUID();
     const jitterMs = request.jitter_ms;
     return ok({
       id,
@@ -100,17 +99,32 @@ export class CronJobs {
     return this.o.transaction((tx) => this.checkQuota(target, tx));
   }
 
-  /** The checks of an edit that need no row: target and schedule. */
-  checkUpdate(request: CronUpdateRequest): Result<void, CronJobError> {
-    if (request.target !== undefined) {
-      const target = this.checkTarget(request.target);
-      if (!target.ok) return target;
+  /**
+   * Every check of an edit (the job exists, target, schedule, quota when it is switched on,
+   * an `at` that passed), made by carrying the edit out in a transaction that is rolled
+   * back. A tool or `/cron` checks with it when called and edits in the run's commit.
+   */
+  async checkUpdate(id: string, request: CronUpdateRequest): Promise<Result<void, CronJobError>> {
+    return this.dryRun((tx) => this.update(id, request, tx));
+  }
+
+  /** The checks of a delete (the job exists), the same way. */
+  async checkDelete(id: string): Promise<Result<void, CronJobError>> {
+    return this.dryRun((tx) => this.delete(id, tx));
+  }
+
+  private async dryRun(edit: (tx: Tx) => Promise<Result<unknown, CronJobError>>): Promise<Result<void, CronJobError>> {
+    const rolledBack = new Error("dry run");
+    let result: Result<unknown, CronJobError> = ok(undefined);
+    try {
+      await this.o.transaction(async (tx) => {
+        result = await edit(tx);
+        throw rolledBack;
+      });
+    } catch (error) {
+      if (error !== rolledBack) throw error;
     }
-    if (request.schedule !== undefined) {
-      const checked = checkSchedule(request.schedule, { defaultTz: this.o.defaultTz, now: this.o.clock.now(), minIntervalMs: this.o.minIntervalMs });
-      if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
-    }
-    return ok(undefined);
+    return result.ok ? ok(undefined) : result;
   }
 
   /** Edits a job; with `tx`, inside the caller's transaction (a run's commit). */
@@ -178,8 +192,15 @@ export class CronJobs {
     return this.o.transaction(async (tx) => {
       const job = await this.o.cron.lock(id, tx);
       if (!job) return err({ code: "not_found", message: `cron job ${id} does not exist` });
+      // The slot of a manual run is when it was asked for; one taken already (another manual
+      // run in the same millisecond, or a fired slot) moves it on by a millisecond.
+      const kind = (job.payload as { kind: "notify" | "agent_turn" }).kind;
       const runId = randomUUID();
-      await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: this.o.clock.now(), kind: (job.payload as { kind: "notify" | "agent_turn" }).kind, status: "claimed", manual: true }], tx);
+      const asked = this.o.clock.now().getTime();
+      for (let offset = 0; ; offset++) {
+        const inserted = await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: new Date(asked + offset), kind, status: "claimed", manual: true }], tx);
+        if (inserted.has(runId)) break;
+      }
       return ok({ runId });
     });
   }

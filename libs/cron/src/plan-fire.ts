@@ -1,13 +1,25 @@
 import { createHash } from "node:crypto";
 import type { CronMissedPolicy } from "@nahida/contracts";
-import { intervalAfter, nextSlot, type ResolvedSchedule } from "./schedule";
+import { walkSlots, type ResolvedSchedule } from "./schedule";
 
 /** A slot fired this late (past its jittered instant) is still on time, at most. */
 const MAX_ON_TIME_MS = 60_000;
-/** Passed slots written as rows per fire, per kind (missed, skipped); the rest are counted. */
+/** Passed slots written as rows per claim, per kind (missed, skipped); the rest are counted. */
 export const PASSED_RECORD_CAP = 20;
+/** Slots one claim fires at most: a job far behind while schedulers were up (overloaded) catches up with its latest slots, not a burst. */
+export const MAX_FIRES_PER_CLAIM = 5;
 /** Slots inside the catch-up window walked at most; beyond it the walk jumps to now. */
-const WINDOW_WALK_CAP = 10_000;
+const WINDOW_WALK_CAP = 1_000;
+
+/** Why a passed slot was recorded instead of fired. */
+export type PassedReason = "older_than_window" | "missed_while_down" | "too_many_at_once" | "max_runs";
+
+export const PASSED_REASON_TEXT: Record<PassedReason, string> = {
+  older_than_window: "older than the catch-up window",
+  missed_while_down: "due while no scheduler ran; not fired under the job's missed policy",
+  too_many_at_once: `one of more than ${MAX_FIRES_PER_CLAIM} slots due at once; the latest fired`,
+  max_runs: "beyond max_runs",
+};
 
 /** A span in which no scheduler ran (see the scheduler's beat). */
 export interface SchedulerOutage {
@@ -34,8 +46,9 @@ export interface FirePlanInput {
 
 export interface PassedSlot {
   slot: Date;
-  /** `skipped`: inside the catch-up window, not fired by the policy; `missed`: older than the window. */
+  /** `skipped`: inside the catch-up window, not fired; `missed`: older than the window. */
   status: "skipped" | "missed";
+  reason: PassedReason;
 }
 
 export interface FirePlan {
@@ -53,70 +66,88 @@ export interface FirePlan {
  * Decides what one claim of a due job does, from the job's next slot, the time and the
  * recorded scheduler outages only, so every replica and every retry of the claim decides
  * the same. For each passed slot:
- * - older than the catch-up window: recorded `missed`, never fired late;
  * - on time (no later than half the interval to the next slot, at most a minute): fired;
- * - late while schedulers were up (they were busy): fired, late;
+ * - older than the catch-up window (and not on time): recorded `missed`, never fired late;
+ * - late while schedulers were up (they were busy): fired late, at most the latest
+ *   {@link MAX_FIRES_PER_CLAIM} of a claim;
  * - due while no scheduler ran: the job's `missed` policy. `run_once` fires the latest such
- *   slot once, unless a later slot fires anyway; `skip` fires none. Those not fired are
- *   recorded `skipped`.
+ *   slot once, unless a later slot fires anyway; `skip` fires none.
+ * Slots not fired are recorded with the reason.
  */
 export function planFire(input: FirePlanInput): FirePlan {
   const now = input.now.getTime();
-  const windowStart = now - input.catchupWindowMs;
   const runAt = (slot: Date) => slot.getTime() + input.jitterMs(slot);
   const inRange = (slot: Date | null): slot is Date => slot !== null && (input.endAt === null || slot.getTime() <= input.endAt.getTime());
   const duringOutage = (slot: Date) => input.outages.some((o) => runAt(slot) > o.from.getTime() && runAt(slot) <= o.to.getTime());
+  // Older than this, a slot is missed whatever its interval (on time is at most a minute).
+  const surelyMissedBefore = now - Math.max(input.catchupWindowMs, MAX_ON_TIME_MS);
 
   let unrecorded = 0;
-  const old: Date[] = [];
-  let slot: Date | null = input.nextSlot;
-  while (inRange(slot) && runAt(slot) < windowStart) {
-    if (old.length < PASSED_RECORD_CAP) old.push(slot);
-    else {
-      // Far behind (a scheduler down for days): count no further, jump to the window.
-      unrecorded += 1;
-      const jumped: Date | null = nextSlot(input.resolved, new Date(windowStart - 1));
-      if (jumped && slot.getTime() < jumped.getTime()) {
-        slot = jumped;
-        continue;
-      }
+  const passed: PassedSlot[] = [];
+  const record = (slot: Date, status: PassedSlot["status"], reason: PassedReason) => passed.push({ slot, status, reason });
+  let walk = walkSlots(input.resolved, new Date(input.nextSlot.getTime() - 1));
+  let slot = walk.next();
+  let old = 0;
+  while (inRange(slot) && runAt(slot) < surelyMissedBefore) {
+    if (old < PASSED_RECORD_CAP) {
+      record(slot, "missed", "older_than_window");
+      old += 1;
+      slot = walk.next();
+      continue;
     }
-    slot = nextSlot(input.resolved, slot);
+    // Far behind (a scheduler down for days): count no further, jump to the window.
+    unrecorded += 1;
+    walk = walkSlots(input.resolved, new Date(surelyMissedBefore - 1));
+    const jumped = walk.next();
+    slot = jumped && jumped.getTime() > slot.getTime() ? jumped : walk.next();
   }
   const recent: Date[] = [];
   while (inRange(slot) && runAt(slot) <= now) {
     recent.push(slot);
-    if (recent.length >= WINDOW_WALK_CAP) {
-      slot = nextSlot(input.resolved, input.now);
+    slot = walk.next();
+    if (recent.length >= WINDOW_WALK_CAP && inRange(slot) && runAt(slot) <= now) {
+      unrecorded += 1;
+      walk = walkSlots(input.resolved, input.now);
+      slot = walk.next();
       break;
     }
-    slot = nextSlot(input.resolved, slot);
   }
   let next = inRange(slot) ? slot : null;
 
-  const fire = new Set<Date>();
-  const missedWhileDown: Date[] = [];
-  for (const s of recent) {
-    const interval = intervalAfter(input.resolved, s);
-    const onTimeMs = Math.min(interval === null ? MAX_ON_TIME_MS : interval / 2, MAX_ON_TIME_MS);
-    if (now - runAt(s) > onTimeMs && duringOutage(s)) missedWhileDown.push(s);
-    else fire.add(s);
-  }
-  const catchUp = missedWhileDown.at(-1);
-  if (input.missed === "run_once" && catchUp && !recent.some((s) => fire.has(s) && s.getTime() > catchUp.getTime())) fire.add(catchUp);
+  type Kind = "fire" | "down" | "missed";
+  const kinds = recent.map((s, i): Kind => {
+    const following = recent[i + 1] ?? slot;
+    const onTimeMs = Math.min(following ? (following.getTime() - s.getTime()) / 2 : MAX_ON_TIME_MS, MAX_ON_TIME_MS);
+    const late = now - runAt(s);
+    if (late <= onTimeMs) return "fire";
+    if (late > input.catchupWindowMs) return "missed";
+    return duringOutage(s) ? "down" : "fire";
+  });
+  const fired = new Set<number>();
+  const firing = kinds.flatMap((k, i) => (k === "fire" ? [i] : []));
+  for (const i of firing.slice(-MAX_FIRES_PER_CLAIM)) fired.add(i);
+  const lastDown = kinds.lastIndexOf("down");
+  const catchUp = input.missed === "run_once" && lastDown >= 0 && !firing.some((i) => i > lastDown) ? lastDown : -1;
+  if (catchUp >= 0) fired.add(catchUp);
+  let allowed = input.runsLeft === null ? Infinity : Math.max(0, input.runsLeft);
 
-  let fires = recent.filter((s) => fire.has(s)).map((s) => ({ slot: s, catchUp: s === catchUp }));
-  if (input.runsLeft !== null) {
-    fires = fires.slice(0, Math.max(0, input.runsLeft));
-    if (input.runsLeft <= fires.length) next = null;
-  }
-  const fired = new Set(fires.map((f) => f.slot));
-  const skipped = recent.filter((s) => !fired.has(s));
-  unrecorded += Math.max(0, skipped.length - PASSED_RECORD_CAP);
-  const passed: PassedSlot[] = [
-    ...old.map((s) => ({ slot: s, status: "missed" as const })),
-    ...skipped.slice(-PASSED_RECORD_CAP).map((s) => ({ slot: s, status: "skipped" as const })),
-  ];
+  const fires: FirePlan["fires"] = [];
+  recent.forEach((s, i) => {
+    let reason: PassedReason | null = null;
+    if (kinds[i] === "missed") reason = "older_than_window";
+    else if (!fired.has(i)) reason = kinds[i] === "down" ? "missed_while_down" : "too_many_at_once";
+    else if (allowed <= 0) reason = "max_runs";
+    if (reason === null) {
+      fires.push({ slot: s, catchUp: i === catchUp });
+      allowed -= 1;
+      return;
+    }
+    const status = reason === "older_than_window" ? "missed" : "skipped";
+    // The newest passed slots are the ones worth a row; older ones past the cap are counted.
+    if (recent.length - i <= PASSED_RECORD_CAP) record(s, status, reason);
+    else unrecorded += 1;
+  });
+  if (input.runsLeft !== null && allowed <= 0) next = null;
   return { fires, passed, unrecorded, next };
 }
 

@@ -51,8 +51,14 @@ export function atInstant(at: string, tz: string): Date | null {
 
 const utcOffsetMinutes = (tz: string, at: Date) => DateTime.fromJSDate(at, { zone: tz }).offset;
 
+/** The slots after an instant, in order, from one parse of the schedule. */
+export interface SlotWalk {
+  /** The next slot, or null when there is none. */
+  next(): Date | null;
+}
+
 /**
- * The first slot strictly after `after`, or null when there is none (an `at` that passed).
+ * Walks the slots strictly after `after`.
  *
  * Cron slots come from cron-parser, which handles DST the way cron does when it walks the
  * slots in order: a wall time that does not exist (spring forward) fires once, shifted by
@@ -61,38 +67,61 @@ const utcOffsetMinutes = (tz: string, at: Date) => DateTime.fromJSDate(at, { zon
  * the second occurrence as if it were new, so when an offset change lies within the last
  * few hours the walk starts before it.
  */
-export function nextSlot(resolved: ResolvedSchedule, after: Date): Date | null {
+export function walkSlots(resolved: ResolvedSchedule, after: Date): SlotWalk {
   const { schedule, tz } = resolved;
   switch (schedule.kind) {
     case "at": {
       const at = atInstant(schedule.at, schedule.tz ?? tz);
-      return at && at.getTime() > after.getTime() ? at : null;
+      let done = !at || at.getTime() <= after.getTime();
+      return {
+        next: () => {
+          if (done) return null;
+          done = true;
+          return at;
+        },
+      };
     }
     case "every": {
       const anchor = resolved.anchorAt.getTime();
-      const k = Math.floor((after.getTime() - anchor) / schedule.every_ms) + 1;
-      return new Date(anchor + Math.max(k, 1) * schedule.every_ms);
+      let k = Math.max(Math.floor((after.getTime() - anchor) / schedule.every_ms) + 1, 1);
+      return { next: () => new Date(anchor + k++ * schedule.every_ms) };
     }
     case "cron": {
       const zone = schedule.tz ?? tz;
       const lookBack = new Date(after.getTime() - 3 * HOUR_MS);
       const start = utcOffsetMinutes(zone, lookBack) === utcOffsetMinutes(zone, after) ? after : lookBack;
+      let slots: CronExpression | null;
       try {
-        const slots = parseExpression(schedule.expr, zone, start);
-        for (;;) {
-          const next = slots.next().toDate();
-          if (next.getTime() > after.getTime()) return next;
-        }
+        slots = parseExpression(schedule.expr, zone, start);
       } catch {
-        // An expression no date satisfies (`0 0 30 2 *`) has no next slot.
-        return null;
+        slots = null;
       }
+      return {
+        next: () => {
+          try {
+            for (;;) {
+              if (!slots) return null;
+              const next = slots.next().toDate();
+              if (next.getTime() > after.getTime()) return next;
+            }
+          } catch {
+            // An expression no date satisfies (`0 0 30 2 *`) has no next slot.
+            slots = null;
+            return null;
+          }
+        },
+      };
     }
     default: {
       const unreachable: never = schedule;
       return unreachable;
     }
   }
+}
+
+/** The first slot strictly after `after`, or null when there is none (an `at` that passed). */
+export function nextSlot(resolved: ResolvedSchedule, after: Date): Date | null {
+  return walkSlots(resolved, after).next();
 }
 
 /** Milliseconds from `slot` to the slot after it; null for a one-shot schedule. */

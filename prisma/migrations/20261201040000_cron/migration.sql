@@ -34,6 +34,7 @@ CREATE TABLE "cron_runs" (
     "slot" TIMESTAMPTZ(3) NOT NULL,
     "kind" TEXT NOT NULL,
     "status" TEXT NOT NULL,
+    "outcome" TEXT,
     "manual" BOOLEAN NOT NULL DEFAULT false,
     "attempt" INTEGER NOT NULL DEFAULT 0,
     "retry_at" TIMESTAMPTZ(3),
@@ -74,4 +75,5 @@ CREATE TABLE "cron_outages" (
     CONSTRAINT "cron_outages_pkey" PRIMARY KEY ("id")
 );
 
+CREATE UNIQUE INDEX "cron_outages_from_at_key" ON "cron_outages"("from_at");
 CREATE INDEX "cron_outages_to_at_idx" ON "cron_outages"("to_at");

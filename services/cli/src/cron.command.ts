@@ -116,6 +116,17 @@ export async function cronCommand(api: ApiRequest, [sub, ...args]: string[]): Pr
       const { values } = parseArgs({ args: args.slice(1), options: jobOptions });
       const fields = jobFields(values);
       if (Object.keys(fields).length === 0) throw new UsageError("cron update needs something to change");
+      if (fields.payload?.kind === "agent_turn" && (values.session === undefined || !values["no-deliver"])) {
+        // A new prompt keeps the job's session and delivery unless they are given again.
+        const job = await api<{ payload: { kind: string; session?: string; deliver?: boolean } }>("GET", `/api/cron/${id}`);
+        if (job.payload.kind === "agent_turn") {
+          fields.payload = {
+            ...fields.payload,
+            session: values.session ?? job.payload.session ?? "main",
+            deliver: values["no-deliver"] ? false : (job.payload.deliver ?? true),
+          };
+        }
+      }
       return api("PATCH", `/api/cron/${id}`, fields);
     }
     case "delete":

@@ -160,7 +160,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         outbox,
         lanes: new LaneStore(db),
         wakeLane: (laneKey) => wakeLane(queues.lanes, laneKey),
-        transaction: (fn) => db.prisma.$transaction(fn),
+        // A claim of 100 jobs on a loaded machine can take longer than Prisma's 5 s default;
+        // rolled back at the limit, it would be claimed and rolled back again every poll.
+        transaction: (fn) => db.prisma.$transaction(fn, { timeout: 60_000, maxWait: 10_000 }),
         clock,
         logger: logger.child({ component: "scheduler" }),
         pollMs: env.SCHEDULER_POLL_MS,

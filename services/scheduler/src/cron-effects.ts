@@ -1,5 +1,6 @@
-import { parseChatAddress, type CronPayload, type OutboundMessage, type Result } from "@nahida/contracts";
-import { laneKeyForChat, type CronJob, type SessionRepository, type Tx } from "@nahida/db";
+import { err, ok, parseChatAddress, type OutboundMessage, type Result } from "@nahida/contracts";
+import type { StoredCronJob } from "@nahida/cron";
+import { laneKeyForChat, type SessionRepository, type Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
 import type { Outbox } from "@nahida/outbox";
 
@@ -36,6 +37,20 @@ export const cronDeliveryKey = (jobId: string, slot: Date, attempt: number) =>
 export const isolatedLaneKey = (jobId: string, runId: string) => `cron:${jobId}:run:${runId}`;
 export const namedLaneKey = (target: string, name: string) => `named:${target}:${name}`;
 
+/** The lane an agent turn of `job` goes to (null for a notify). */
+export function laneKeyOf(job: StoredCronJob, runId: string): string | null {
+  const { payload, row } = job;
+  if (payload.kind !== "agent_turn") return null;
+  if (payload.session === "main") return laneKeyForChat(row.target);
+  return payload.session === "isolated" ? isolatedLaneKey(row.id, runId) : namedLaneKey(row.target, payload.session.slice("named:".length));
+}
+
+/** Why a fire's effect could not be written: its target is not sendable now (a channel removed, a file gone). */
+export interface CronEffectError {
+  code: "target_refused";
+  message: string;
+}
+
 /**
  * Writes the effect of one fire of `job` inside the caller's transaction, which also holds
  * the fire's run row: a notify is a delivery through the outbox (source `cron:<job>`), an
@@ -44,12 +59,13 @@ export const namedLaneKey = (target: string, name: string) => `named:${target}:$
  */
 export async function writeCronEffect(
   o: CronEffectsOptions,
-  job: CronJob,
+  job: StoredCronJob,
   run: { id: string; slot: Date; attempt: number },
   ids: EffectIds,
+  expiresAt: Date,
   tx: Tx,
-): Promise<Result<WrittenEffect, string>> {
-  const payload = job.payload as CronPayload;
+): Promise<Result<WrittenEffect, CronEffectError>> {
+  const { payload, row } = job;
   switch (payload.kind) {
     case "notify": {
       const message: OutboundMessage = {
@@ -58,39 +74,38 @@ export async function writeCronEffect(
         extra: {},
       };
       const request = {
-        target: job.target,
+        target: row.target,
         message,
-        source: `cron:${job.id}`,
-        idempotencyKey: cronDeliveryKey(job.id, run.slot, run.attempt),
+        source: `cron:${row.id}`,
+        idempotencyKey: cronDeliveryKey(row.id, run.slot, run.attempt),
         deliveryId: ids.deliveryId,
+        expiresAt,
       };
       // A channel removed since the job was created, or a file gone from the workspace.
       const checked = await o.outbox.check(request, tx);
-      if (!checked.ok) return { ok: false, error: checked.error.message };
+      if (!checked.ok) return err({ code: "target_refused", message: checked.error.message });
       const written = await o.outbox.write(request, tx);
-      if (!written.ok) return { ok: false, error: written.error.message };
+      if (!written.ok) return err({ code: "target_refused", message: written.error.message });
       const { delivery, created } = written.value;
-      return { ok: true, value: { deliveryId: delivery.id, dispatch: created ? [delivery.id] : [], lanes: [], sessionId: null } };
+      return ok({ deliveryId: delivery.id, dispatch: created ? [delivery.id] : [], lanes: [], sessionId: null });
     }
     case "agent_turn": {
-      const address = parseChatAddress(job.target);
-      if (!address.ok) return { ok: false, error: address.error.message };
-      const chat = { address: job.target, channel: address.value.channel };
-      let laneKey: string;
-      let sessionId: string | null = null;
-      if (payload.session === "main") laneKey = laneKeyForChat(job.target);
-      else laneKey = payload.session === "isolated" ? isolatedLaneKey(job.id, run.id) : namedLaneKey(job.target, payload.session.slice("named:".length));
+      const address = parseChatAddress(row.target);
+      if (!address.ok) return err({ code: "target_refused", message: address.error.message });
+      const laneKey = laneKeyOf(job, run.id)!;
       // The append locks the lane row, so the session below is created once per lane.
       await o.lanes.append(laneKey, "scheduled_turn", run.id, tx);
+      let sessionId: string | null = null;
       if (payload.session !== "main") {
-        const title = payload.session === "isolated" ? `cron ${job.name} @ ${run.slot.toISOString()}` : `cron session ${payload.session.slice(6)}`;
-        sessionId = (await o.sessions.ensureLaneSession(laneKey, { ...chat, title }, tx, payload.session === "isolated" ? ids.sessionId : undefined)).id;
+        const title = payload.session === "isolated" ? `cron ${row.name} @ ${run.slot.toISOString()}` : `cron session ${payload.session.slice("named:".length)}`;
+        const chat = { address: row.target, channel: address.value.channel, title };
+        sessionId = (await o.sessions.ensureLaneSession(laneKey, chat, tx, payload.session === "isolated" ? ids.sessionId : undefined)).id;
       }
-      return { ok: true, value: { deliveryId: null, dispatch: [], lanes: [laneKey], sessionId } };
+      return ok({ deliveryId: null, dispatch: [], lanes: [laneKey], sessionId });
     }
     default: {
       const unreachable: never = payload;
-      return { ok: false, error: `unknown payload ${JSON.stringify(unreachable)}` };
+      return err({ code: "target_refused", message: `unknown payload ${JSON.stringify(unreachable)}` });
     }
   }
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Clock, CronPayload, CronSchedule } from "@nahida/contracts";
-import { jitterFor, planFire, type ResolvedSchedule } from "@nahida/cron";
+import type { Clock } from "@nahida/contracts";
+import { PASSED_REASON_TEXT, jitterFor, planFire, readCronJob, type StoredCronJob } from "@nahida/cron";
 import { isOutage, type CronAdvance, type CronJob, type CronRepository, type CronRun, type NewCronRun, type Tx } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
-import { writeCronEffect, type CronEffectsOptions, type EffectIds } from "./cron-effects";
+import { laneKeyOf, writeCronEffect, type CronEffectsOptions, type EffectIds } from "./cron-effects";
 
 /** Waits before a failed fire is tried again; after the last, the fire is recorded failed. */
 export const CRON_RETRY_BACKOFF_MS: readonly number[] = [30_000, 60_000, 300_000];
@@ -30,9 +30,12 @@ export interface SchedulerOptions extends CronEffectsOptions {
    * were missed (and follow their jobs' policy) rather than late. Default 5 s, or ten polls.
    */
   outageAfterMs?: number;
+  /** Shortest time between two ticks of one replica (at most `pollMs`). Default 50 ms. */
+  coalesceMs?: number;
 }
 
 const DEFAULT_OUTAGE_AFTER_MS = 5_000;
+const DEFAULT_COALESCE_MS = 50;
 
 export interface TickResult {
   /** When the earliest enabled job is due next, as seen after this pass. */
@@ -57,8 +60,8 @@ interface AfterCommit {
   lanes: Set<string>;
 }
 
-const resolvedOf = (job: CronJob): ResolvedSchedule => ({ schedule: job.schedule as CronSchedule, tz: job.tz, anchorAt: job.anchorAt });
-const kindOf = (job: CronJob) => (job.payload as CronPayload).kind;
+/** A notify still unsent this long after its slot (at least a minute after it was written) expires: never an alert hours late. */
+const expiryOf = (job: CronJob, slot: Date, now: Date) => new Date(Math.max(slot.getTime() + job.catchupWindowMs, now.getTime() + 60_000));
 
 /**
  * The scheduler (docs/scheduler.md). Postgres is the source of truth and the only
@@ -81,6 +84,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   const finishEveryMs = o.finishEveryMs ?? 1_000;
   const backoff = o.retryBackoffMs ?? CRON_RETRY_BACKOFF_MS;
   const outageAfterMs = o.outageAfterMs ?? Math.max(DEFAULT_OUTAGE_AFTER_MS, 10 * o.pollMs);
+  const coalesceMs = Math.min(o.coalesceMs ?? DEFAULT_COALESCE_MS, o.pollMs);
   const log = o.logger;
   let lastFinish = 0;
 
@@ -95,56 +99,55 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   async function fireDue(now: Date, result: TickResult): Promise<number> {
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
     const claimed = await o.transaction(async (tx) => {
-      const jobs = await o.cron.claimDue(now, batchSize, tx);
-      if (jobs.length === 0) return 0;
-      const outages = await o.cron.outagesSince(new Date(now.getTime() - Math.max(...jobs.map((j) => j.catchupWindowMs))), tx);
+      const rows = await o.cron.claimDue(now, batchSize, tx);
+      if (rows.length === 0) return 0;
+      const outages = await o.cron.outagesSince(new Date(now.getTime() - Math.max(...rows.map((j) => j.catchupWindowMs))), tx);
       const runs: NewCronRun[] = [];
       const advances: CronAdvance[] = [];
-      const fires: { job: CronJob; run: NewCronRun & { id: string }; ids: EffectIds }[] = [];
-      for (const job of jobs) {
-        const resolved = resolvedOf(job);
-        const jitter = jitterFor(job.id, job.jitterMs);
+      const fires: { job: StoredCronJob; run: NewCronRun & { id: string }; ids: EffectIds; lane: string }[] = [];
+      for (const row of rows) {
+        const read = readCronJob(row);
+        if (!read.ok) {
+          // A row no schema reads cannot be fired; it is switched off where operators see why.
+          log.error({ jobId: row.id, err: read.error }, "cron job disabled: unreadable");
+          await o.cron.disable(row.id, read.error, tx);
+          continue;
+        }
+        const job = read.value;
+        const jitter = jitterFor(row.id, row.jitterMs);
         const plan = planFire({
-          resolved,
-          nextSlot: job.nextSlot ?? now,
+          resolved: job.resolved,
+          nextSlot: row.nextSlot ?? now,
           now,
-          missed: job.missed === "skip" ? "skip" : "run_once",
-          catchupWindowMs: job.catchupWindowMs,
-          endAt: job.endAt,
-          runsLeft: job.maxRuns === null ? null : Math.max(0, job.maxRuns - job.runCount),
+          missed: job.missed,
+          catchupWindowMs: row.catchupWindowMs,
+          endAt: row.endAt,
+          runsLeft: row.maxRuns === null ? null : Math.max(0, row.maxRuns - row.runCount),
           jitterMs: jitter,
           outages,
         });
         for (const passed of plan.passed) {
-          runs.push({
-            jobId: job.id,
-            slot: passed.slot,
-            kind: kindOf(job),
-            status: passed.status,
-            finishedAt: now,
-            error: passed.status === "missed" ? "older than the catch-up window" : "due while no scheduler ran; not fired under the job's missed policy",
-          });
+          runs.push({ jobId: row.id, slot: passed.slot, kind: job.payload.kind, status: passed.status, finishedAt: now, error: PASSED_REASON_TEXT[passed.reason] });
         }
-        if (plan.unrecorded > 0) log.warn({ jobId: job.id, unrecorded: plan.unrecorded }, "cron job was far behind; passed slots beyond the record cap were counted, not written");
+        if (plan.unrecorded > 0) log.warn({ jobId: row.id, unrecorded: plan.unrecorded }, "cron job was far behind; passed slots beyond the record cap were counted, not written");
         for (const fire of plan.fires) {
           // Named before the insert, so the run row carries them from the start.
           const ids: EffectIds = { deliveryId: randomUUID(), sessionId: randomUUID() };
-          const payload = job.payload as CronPayload;
           const run = {
             id: randomUUID(),
-            jobId: job.id,
+            jobId: row.id,
             slot: fire.slot,
-            kind: payload.kind,
+            kind: job.payload.kind,
             status: "running" as const,
             attempt: 1,
-            deliveryIds: payload.kind === "notify" ? [ids.deliveryId] : [],
-            sessionId: payload.kind === "agent_turn" && payload.session === "isolated" ? ids.sessionId : null,
+            deliveryIds: job.payload.kind === "notify" ? [ids.deliveryId] : [],
+            sessionId: job.payload.kind === "agent_turn" && job.payload.session === "isolated" ? ids.sessionId : null,
           };
           runs.push(run);
-          fires.push({ job, run, ids });
+          fires.push({ job, run, ids, lane: laneKeyOf(job, run.id) ?? "" });
         }
         advances.push({
-          jobId: job.id,
+          jobId: row.id,
           nextSlot: plan.next,
           nextRunAt: plan.next ? new Date(plan.next.getTime() + jitter(plan.next)) : null,
           fired: plan.fires.length,
@@ -152,6 +155,8 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         });
       }
       const inserted = await o.cron.insertRuns(runs, tx);
+      // In lane order: two replicas appending to overlapping lanes lock them in one order.
+      fires.sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
       for (const { job, run, ids } of fires) {
         // A slot that already has a row (a clock far behind moved a job back) is not fired again.
         if (!inserted.has(run.id)) continue;
@@ -160,7 +165,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       }
       result.recorded += inserted.size - fires.filter((f) => inserted.has(f.run.id)).length;
       await o.cron.advance(advances, tx);
-      return jobs.length;
+      return rows.length;
     });
     await dispatch(after);
     return claimed;
@@ -172,7 +177,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
    * that cannot be written (a channel removed since) fails like a failed send.
    */
   async function startEffect(
-    job: CronJob,
+    job: StoredCronJob,
     run: Pick<CronRun, "id" | "slot" | "attempt" | "deliveryIds">,
     ids: EffectIds,
     now: Date,
@@ -180,9 +185,10 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     after: AfterCommit,
     inserted?: Pick<NewCronRun, "deliveryIds" | "sessionId">,
   ): Promise<void> {
-    const written = await writeCronEffect(o, job, run, ids, tx);
+    const written = await writeCronEffect(o, job, run, ids, expiryOf(job.row, run.slot, now), tx);
     if (!written.ok) {
-      await failed(job, { ...run, kind: kindOf(job) }, written.error, now, tx, after);
+      // The run row keeps only deliveries that exist (a new fire's row named one up front).
+      await failed(job.row, { ...run, kind: job.payload.kind }, { error: written.error.message, retryable: true }, now, tx, after);
       return;
     }
     const { deliveryId, dispatch, lanes, sessionId } = written.value;
@@ -193,15 +199,27 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     if (!current) await o.cron.updateRun(run.id, { status: "running", attempt: run.attempt, deliveryIds, sessionId, retryAt: null }, tx);
   }
 
-  /** A fire whose effect failed: tried again after the next backoff step, or recorded failed. */
-  async function failed(job: CronJob, run: Pick<CronRun, "id" | "attempt" | "kind">, error: string, now: Date, tx: Tx, after: AfterCommit): Promise<void> {
+  /**
+   * A fire whose effect failed: a notify that nothing of reached the platform is tried again
+   * after the next backoff step; otherwise (parts sent or of unknown outcome, expired, an
+   * agent turn, the last step) it is recorded failed and counted on its job.
+   */
+  async function failed(
+    job: CronJob,
+    run: Pick<CronRun, "id" | "attempt" | "kind" | "deliveryIds">,
+    outcome: { error: string; retryable: boolean },
+    now: Date,
+    tx: Tx,
+    after: AfterCommit,
+  ): Promise<void> {
+    const { error } = outcome;
     // An agent turn is not fired again: its lane already retried the run with its own backoff.
-    const delay = run.kind === "notify" ? backoff[run.attempt - 1] : undefined;
+    const delay = run.kind === "notify" && outcome.retryable ? backoff[run.attempt - 1] : undefined;
     if (delay !== undefined) {
-      await o.cron.updateRun(run.id, { status: "retrying", retryAt: new Date(now.getTime() + delay), error }, tx);
+      await o.cron.updateRun(run.id, { status: "retrying", attempt: run.attempt, deliveryIds: run.deliveryIds, retryAt: new Date(now.getTime() + delay), error }, tx);
       return;
     }
-    await o.cron.updateRun(run.id, { status: "failed", error, finishedAt: now }, tx);
+    await o.cron.updateRun(run.id, { status: "failed", attempt: run.attempt, deliveryIds: run.deliveryIds, error, finishedAt: now }, tx);
     const failures = await o.cron.recordOutcome(job.id, true, tx);
     if (failures === null || failures < o.maxFailures) return;
     const reason = `disabled after ${failures} failed fires in a row; last error: ${error.slice(0, 500)}`;
@@ -221,15 +239,23 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   async function startPending(now: Date, result: TickResult): Promise<void> {
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
     await o.transaction(async (tx) => {
-      for (const { run, job } of await o.cron.claimPendingRuns(now, batchSize, tx)) {
+      for (const { run, job: row } of await o.cron.claimPendingRuns(now, batchSize, tx)) {
+        const read = readCronJob(row);
+        // A retry of a job that was paused or disabled since is not sent; a manual run is (it was asked for).
+        const paused = !row.enabled && row.nextSlot !== null && run.status === "retrying";
+        if (!read.ok || paused) {
+          await o.cron.updateRun(run.id, { status: "skipped", error: read.ok ? "the job was disabled before its retry" : read.error, finishedAt: now }, tx);
+          continue;
+        }
         result.started += 1;
-        await startEffect(job, { id: run.id, slot: run.slot, attempt: run.attempt + 1, deliveryIds: run.deliveryIds }, { deliveryId: randomUUID(), sessionId: randomUUID() }, now, tx, after);
+        const ids = { deliveryId: randomUUID(), sessionId: randomUUID() };
+        await startEffect(read.value, { id: run.id, slot: run.slot, attempt: run.attempt + 1, deliveryIds: run.deliveryIds }, ids, now, tx, after);
       }
     });
     await dispatch(after);
   }
 
-  /** Runs whose delivery finished, or whose agent turn failed. */
+  /** Runs whose delivery finished, or whose agent turn was answered or failed. */
   async function finishEffects(now: Date, result: TickResult): Promise<void> {
     const done = await o.cron.finishedEffects(batchSize);
     if (done.length === 0) return;
@@ -242,10 +268,10 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         const outcome = outcomes.get(run.id)!;
         result.finished += 1;
         if (outcome.kind === "failed") {
-          await failed(job, run, outcome.error, now, tx, after);
+          await failed(job, run, outcome, now, tx, after);
           continue;
         }
-        await o.cron.updateRun(run.id, { status: "succeeded", finishedAt: now, error: null }, tx);
+        await o.cron.updateRun(run.id, { status: "succeeded", finishedAt: now, ...(run.kind === "notify" ? { error: null } : {}) }, tx);
         if (job.consecutiveFailures > 0) await o.cron.recordOutcome(job.id, false, tx);
         // A finished one-shot (an `at`, or a job at max_runs) with delete_after_run goes away.
         if (job.deleteAfterRun && !job.enabled && job.nextSlot === null) await o.cron.delete(job.id, tx);
@@ -256,20 +282,22 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
 
   async function tick(): Promise<TickResult> {
     const now = o.clock.now();
-    const outage = await o.cron.beat(now, outageAfterMs);
+    const look = await o.cron.look(now, outageAfterMs);
+    const { outage } = look;
     if (outage) log.warn({ from: outage.from.toISOString(), to: outage.to.toISOString() }, "no scheduler ran in this span; its slots follow their jobs' missed policy");
-    const glance = await o.cron.glance(now);
-    const result: TickResult = { nextDueAt: glance.nextDueAt, fired: 0, recorded: 0, started: 0, finished: 0 };
-    if (glance.nextDueAt && glance.nextDueAt.getTime() <= now.getTime()) {
-      // Batch after batch while full; each a beat, so a long backlog is not taken for an outage.
-      while ((await fireDue(now, result)) === batchSize) await o.cron.beat(o.clock.now(), outageAfterMs);
+    const result: TickResult = { nextDueAt: look.nextDueAt, fired: 0, recorded: 0, started: 0, finished: 0 };
+    if (look.nextDueAt && look.nextDueAt.getTime() <= now.getTime()) {
+      // Batch after batch while full; a beat after each committed one, so a long backlog is
+      // not taken for an outage while claims that keep failing are.
+      while ((await fireDue(now, result)) === batchSize) await o.cron.beat(o.clock.now());
       result.nextDueAt = (await o.cron.glance(now)).nextDueAt;
     }
-    if (glance.pendingRuns) await startPending(now, result);
+    if (look.pendingRuns) await startPending(now, result);
     if (now.getTime() - lastFinish >= finishEveryMs) {
       lastFinish = now.getTime();
       await finishEffects(now, result);
     }
+    await o.cron.beat(now);
     return result;
   }
 
@@ -277,6 +305,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   let loop: Promise<void> | undefined;
   async function run(): Promise<void> {
     while (!stopping.signal.aborted) {
+      const started = Date.now();
       let waitMs = o.pollMs;
       try {
         const { nextDueAt } = await tick();
@@ -285,6 +314,9 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         // Postgres down or restarting: nothing was committed; look again after a poll.
         log[isOutage(error) ? "warn" : "error"]({ err: (error as Error).message }, "scheduler tick failed");
       }
+      // Ticks at least `coalesceMs` apart: jobs due a few ms apart are claimed together, one
+      // transaction for many, instead of a tick (and a race between replicas) per job.
+      waitMs = Math.max(waitMs, coalesceMs - (Date.now() - started));
       await sleep(waitMs, undefined, { signal: stopping.signal }).catch(() => undefined);
     }
   }

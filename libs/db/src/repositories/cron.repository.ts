@@ -67,12 +67,8 @@ export interface PendingCronRun {
   job: CronJob;
 }
 
-/** A running notify run whose last delivery has finished, or an agent turn whose lane item failed. */
-export interface FinishedCronEffect {
-  run: CronRun;
-  job: CronJob;
-  outcome: { kind: "sent" } | { kind: "failed"; error: string };
-}
+/** How a fire's effect ended. */
+export type CronEffectOutcome = { kind: "sent" } | { kind: "failed"; error: string; retryable: boolean };
 
 const json = (value: unknown) => value as Prisma.InputJsonValue;
 
@@ -142,16 +138,18 @@ export class CronRepository {
    * holds are skipped, so replicas share the due set without waiting for each other.
    */
   async claimDue(now: Date, limit: number, tx: Tx): Promise<CronJob[]> {
-    const ids = await tx.$queryRaw<{ id: string }[]>`
-      SELECT id::text AS id FROM cron_jobs
+    // One statement; the columns are aliased to the model's field names.
+    return tx.$queryRaw<CronJob[]>`
+      SELECT id::text AS id, name, schedule, tz, anchor_at AS "anchorAt", target, payload, enabled, missed,
+             catchup_window_ms AS "catchupWindowMs", max_runs AS "maxRuns", end_at AS "endAt", delete_after_run AS "deleteAfterRun",
+             jitter_ms AS "jitterMs", owner, run_count AS "runCount", consecutive_failures AS "consecutiveFailures",
+             disabled_reason AS "disabledReason", next_slot AS "nextSlot", next_run_at AS "nextRunAt", version,
+             created_at AS "createdAt", updated_at AS "updatedAt"
+        FROM cron_jobs
        WHERE enabled AND next_run_at <= ${now}
        ORDER BY next_run_at
        LIMIT ${limit}
-       FOR UPDATE SKIP LOCKED`;
-    if (ids.length === 0) return [];
-    const jobs = await tx.cronJob.findMany({ where: { id: { in: ids.map((r) => r.id) } } });
-    const order = new Map(ids.map((r, i) => [r.id, i]));
-    return jobs.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+         FOR UPDATE SKIP LOCKED`;
   }
 
   /**
@@ -218,29 +216,51 @@ export class CronRepository {
 
   /**
    * Running runs whose effect has an outcome: a notify whose latest delivery is sent, failed
-   * or expired; an agent turn whose lane item failed (a turn that succeeds is finished by the
-   * run that answered it, in its own commit). A plain read: lock them with {@link lockRunning}.
+   * or expired; an agent turn whose answering run recorded its outcome, or whose lane item
+   * failed for good. A plain read: lock them with {@link lockRunning}. A failed notify is
+   * `retryable` only when nothing of it reached the platform and no part's outcome is unknown:
+   * sending it again cannot duplicate anything.
    */
-  async finishedEffects(limit: number): Promise<{ runId: string; outcome: FinishedCronEffect["outcome"] }[]> {
-    const rows = await this.prisma.$queryRaw<{ id: string; outcome: string; error: string | null }[]>`
-      (SELECT r.id::text AS id, d.status AS outcome, d.error
+  async finishedEffects(limit: number): Promise<{ runId: string; outcome: CronEffectOutcome }[]> {
+    const rows = await this.prisma.$queryRaw<{ id: string; outcome: string; error: string | null; retryable: boolean }[]>`
+      (SELECT r.id::text AS id, d.status AS outcome, d.error, (d.status = 'failed' AND d.sent_parts = 0 AND cardinality(d.uncertain_parts) = 0) AS retryable
          FROM cron_runs r
          JOIN deliveries d ON d.id = (r.delivery_ids[array_length(r.delivery_ids, 1)])::uuid
         WHERE r.status = 'running' AND r.kind = 'notify' AND d.status IN ('sent', 'failed', 'expired')
         LIMIT ${limit})
       UNION ALL
-      (SELECT r.id::text, 'failed', li.error
+      (SELECT r.id::text, CASE WHEN r.outcome = 'succeeded' THEN 'sent' ELSE 'failed' END, r.error, false
+         FROM cron_runs r
+        WHERE r.status = 'running' AND r.kind = 'agent_turn' AND r.outcome IS NOT NULL
+        LIMIT ${limit})
+      UNION ALL
+      (SELECT r.id::text, 'failed', li.error, false
          FROM cron_runs r
          JOIN lane_items li ON li.kind = 'scheduled_turn' AND li.ref_id = r.id::text
-        WHERE r.status = 'running' AND r.kind = 'agent_turn' AND li.status = 'failed'
+        WHERE r.status = 'running' AND r.kind = 'agent_turn' AND r.outcome IS NULL AND li.status = 'failed'
         LIMIT ${limit})`;
     return rows.map((row) => ({
       runId: row.id,
       outcome:
         row.outcome === "sent"
           ? { kind: "sent" }
-          : { kind: "failed", error: row.error ?? (row.outcome === "expired" ? "the delivery expired before it could be sent" : "failed") },
+          : {
+              kind: "failed",
+              retryable: row.retryable,
+              error: row.error ?? (row.outcome === "expired" ? "the delivery expired before it could be sent" : "failed"),
+            },
     }));
+  }
+
+  /**
+   * Records a scheduled turn's result on its run, in the answering run's commit; the
+   * scheduler then counts it. No-op when the run is gone (its job was deleted) or finished.
+   */
+  async recordTurnOutcome(id: string, outcome: { outcome: "succeeded" | "failed"; sessionId: string; deliveryIds: string[]; error: string | null }, tx: Tx): Promise<void> {
+    await tx.cronRun.updateMany({
+      where: { id, status: "running" },
+      data: { outcome: outcome.outcome, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds, error: outcome.error },
+    });
   }
 
   /**
@@ -280,26 +300,41 @@ export class CronRepository {
   }
 
   /**
-   * The schedulers' heartbeat: moves it to `now` (at most one write a second across
-   * replicas) and returns the outage it ends, if the beat stood still longer than
-   * `outageAfterMs`, or since always when no scheduler ever beat. The outage is recorded.
+   * A scheduler's look at the table, one statement: when the next job is due, whether manual
+   * runs or retries wait, and the outage this look ends, if the heartbeat stood still longer
+   * than `outageAfterMs` (since always when no scheduler ever beat). The outage is recorded
+   * in the same statement, so a crash cannot lose it; it is named by the beat it starts from,
+   * so later looks (other replicas, or this one while its claims keep failing) extend it.
    */
-  async beat(now: Date, outageAfterMs: number): Promise<{ from: Date; to: Date } | null> {
-    const [row] = await this.prisma.$queryRaw<{ prev: Date | null }[]>`
-      WITH prev AS (SELECT beat_at FROM cron_scheduler_beats WHERE id = 1),
-           up AS (
-             INSERT INTO cron_scheduler_beats (id, beat_at) VALUES (1, ${now})
-             ON CONFLICT (id) DO UPDATE SET beat_at = EXCLUDED.beat_at
-              WHERE cron_scheduler_beats.beat_at < EXCLUDED.beat_at - interval '1 second'
-             RETURNING 1)
-      SELECT (SELECT beat_at FROM prev) AS prev, (SELECT count(*) FROM up) AS wrote`;
-    const prev = row?.prev ?? null;
-    if (prev && now.getTime() - prev.getTime() <= outageAfterMs) return null;
-    const outage = { from: prev ?? new Date(0), to: now };
+  async look(now: Date, outageAfterMs: number): Promise<{ outage: { from: Date; to: Date } | null; nextDueAt: Date | null; pendingRuns: boolean }> {
+    const [row] = await this.prisma.$queryRaw<{ from_at: Date | null; to_at: Date | null; next_due: Date | null; pending: boolean }[]>`
+      WITH prev AS (SELECT max(beat_at) AS beat_at FROM cron_scheduler_beats),
+           outage AS (
+             INSERT INTO cron_outages (from_at, to_at)
+             SELECT COALESCE(prev.beat_at, 'epoch'::timestamptz), ${now}::timestamptz FROM prev
+              WHERE prev.beat_at IS NULL OR prev.beat_at < ${now}::timestamptz - ${outageAfterMs} * interval '1 millisecond'
+             ON CONFLICT (from_at) DO UPDATE SET to_at = GREATEST(cron_outages.to_at, EXCLUDED.to_at)
+             RETURNING from_at, to_at)
+      SELECT (SELECT from_at FROM outage) AS from_at, (SELECT to_at FROM outage) AS to_at,
+             (SELECT next_run_at FROM cron_jobs WHERE enabled AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1) AS next_due,
+             EXISTS (SELECT 1 FROM cron_runs WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})) AS pending`;
+    const outage = row?.from_at && row.to_at ? { from: row.from_at, to: row.to_at } : null;
+    return { outage, nextDueAt: row?.next_due ?? null, pendingRuns: row?.pending ?? false };
+  }
+
+  /**
+   * The schedulers' heartbeat, written after work that committed (a scheduler whose claims
+   * keep failing does not beat, so its span counts as an outage): at most one write a
+   * second across replicas. Also drops outages older than eight days.
+   */
+  async beat(now: Date): Promise<void> {
     await this.prisma.$executeRaw`
-      WITH gone AS (DELETE FROM cron_outages WHERE to_at < ${now}::timestamptz - interval '8 days')
-      INSERT INTO cron_outages (from_at, to_at) VALUES (${outage.from}, ${outage.to})`;
-    return outage;
+      WITH up AS (
+        INSERT INTO cron_scheduler_beats (id, beat_at) VALUES (1, ${now})
+        ON CONFLICT (id) DO UPDATE SET beat_at = EXCLUDED.beat_at
+         WHERE cron_scheduler_beats.beat_at < EXCLUDED.beat_at - interval '1 second'
+        RETURNING 1)
+      DELETE FROM cron_outages WHERE to_at < ${now}::timestamptz - interval '8 days' AND EXISTS (SELECT 1 FROM up)`;
   }
 
   /** Outages that ended at or after `since`. */

@@ -1,6 +1,6 @@
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
-import type { Delivery, Prisma } from "../generated/prisma/client";
+import { Prisma, type Delivery } from "../generated/prisma/client";
 
 export interface NewDelivery {
   /** The row's id; given by callers that name the delivery before their transaction commits. */
@@ -19,6 +19,14 @@ export interface NewDelivery {
   /** Default `at_least_once`. */
   policy?: DeliveryPolicy;
 }
+
+/** Every column of `deliveries` under its model field name, for statements that return rows. */
+const DELIVERY_COLUMNS = Prisma.raw(
+  `id::text AS id, seq, target, message, status, attempts, platform_message_ids AS "platformMessageIds", sent_parts AS "sentParts",
+   policy, uncertain_parts AS "uncertainParts", error, source, session_id::text AS "sessionId", inbound_message_id::text AS "inboundMessageId",
+   run_id::text AS "runId", idempotency_key AS "idempotencyKey", request_hash AS "requestHash", created_at AS "createdAt",
+   updated_at AS "updatedAt", expires_at AS "expiresAt", sent_at AS "sentAt", not_before AS "notBefore"`,
+);
 
 /**
  * Outbound sends. Rows are written in the same transaction as whatever caused them (the
@@ -39,16 +47,19 @@ export class DeliveryRepository {
    */
   async createOnce(input: NewDelivery & { id: string; idempotencyKey: string }, tx?: Tx): Promise<{ delivery: Delivery; created: boolean }> {
     const db = tx ?? this.prisma;
-    const inserted = await db.$queryRaw<{ id: string }[]>`
+    // The new row comes back from the insert (aliased to the model's fields); only a repeat
+    // of the key reads the row that holds it.
+    const [inserted] = await db.$queryRaw<Delivery[]>`
       INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
       VALUES (${input.id}::uuid, ${input.target}, ${JSON.stringify(input.message)}::jsonb, ${input.source},
               ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
               ${input.expiresAt ?? null}, ${input.idempotencyKey}, ${input.requestHash ?? null}, ${input.policy ?? "at_least_once"})
       ON CONFLICT (idempotency_key) DO NOTHING
-      RETURNING id::text AS id`;
+      RETURNING ${DELIVERY_COLUMNS}`;
+    if (inserted) return { delivery: inserted, created: true };
     const delivery = await db.delivery.findUnique({ where: { idempotencyKey: input.idempotencyKey } });
     if (!delivery) throw new Error(`delivery with idempotency key ${input.idempotencyKey} vanished`);
-    return { delivery, created: inserted.length === 1 };
+    return { delivery, created: false };
   }
 
   private row(input: NewDelivery) {

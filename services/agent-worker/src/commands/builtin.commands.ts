@@ -115,10 +115,11 @@ const cron: Command = {
     const job = await context.cron.find(id);
     if (!job) return `No job ${id} in this chat (or the id is ambiguous); /cron list shows them.`;
     if (action === "delete") {
-      context.cron.remove(job.id);
-      return `Deleted "${job.name}".`;
+      const refusal = await context.cron.remove(job.id);
+      return refusal ? `Could not delete "${job.name}": ${refusal}` : `Deleted "${job.name}".`;
     }
-    context.cron.setEnabled(job.id, action === "resume");
+    const refusal = await context.cron.setEnabled(job.id, action === "resume");
+    if (refusal) return `Could not ${action} "${job.name}": ${refusal}`;
     return action === "resume" ? `Resumed "${job.name}".` : `Paused "${job.name}".`;
   },
 };

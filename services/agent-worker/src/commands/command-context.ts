@@ -6,8 +6,10 @@ export interface ChatCronJobs {
   list(): Promise<CronJob[]>;
   /** The chat's job whose id is, or starts with, `idOrPrefix` (at least 4 characters); null if none or several. */
   find(idOrPrefix: string): Promise<CronJob | null>;
-  remove(jobId: string): void;
-  setEnabled(jobId: string, enabled: boolean): void;
+  /** Checks now and deletes in the run's commit; the refusal's text otherwise. */
+  remove(jobId: string): Promise<string | null>;
+  /** Checks now (quota, an `at` that passed) and pauses or resumes in the run's commit; the refusal's text otherwise. */
+  setEnabled(jobId: string, enabled: boolean): Promise<string | null>;
 }
 
 /** What a built-in command sees of the chat and run it was sent in. */

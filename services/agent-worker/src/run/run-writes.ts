@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { err, ok, type Clock, type CronUpdateRequest, type TriggerMode } from "@nahida/contracts";
+import { err, ok, type Clock, type CronCreateRequest, type CronUpdateRequest, type TriggerMode } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
-import type { CronRepository, NewCronJob, NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { CronRepository, NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { Outbox, OutboxRequest } from "@nahida/outbox";
 import type { ToolOutbox } from "../agent/tool-registry";
 
@@ -16,8 +16,14 @@ export interface RunWritesOptions {
   clock: Clock;
 }
 
-/** A cron job write of a tool or command, applied in the commit. */
-export type CronWrite = { kind: "create"; job: NewCronJob } | { kind: "update"; jobId: string; request: CronUpdateRequest } | { kind: "delete"; jobId: string };
+/**
+ * A cron job write of a tool or command, checked when it was asked for and applied in the
+ * commit. A create is prepared again at commit time, so its first slot counts from then.
+ */
+export type CronWrite =
+  | { kind: "create"; jobId: string; request: CronCreateRequest; owner: string }
+  | { kind: "update"; jobId: string; request: CronUpdateRequest }
+  | { kind: "delete"; jobId: string };
 
 /** How a scheduled turn ended, written to its cron run in the commit. */
 export interface CronRunOutcome {
@@ -123,22 +129,26 @@ export class RunWrites {
           return ok(undefined);
         },
         createCron: async (request) => {
-          const prepared = this.o.cronJobs.prepare(request, `session:${sessionId}`);
+          const owner = `session:${sessionId}`;
+          const prepared = this.o.cronJobs.prepare(request, owner);
           if (!prepared.ok) return prepared;
           if (prepared.value.enabled) {
             const room = await this.o.cronJobs.checkRoom(prepared.value.target);
             if (!room.ok) return room;
           }
-          held.push(() => this.writeCron({ kind: "create", job: prepared.value }));
-          return ok({ jobId: prepared.value.id!, nextRunAt: prepared.value.nextRunAt });
+          const jobId = prepared.value.id!;
+          held.push(() => this.writeCron({ kind: "create", jobId, request, owner }));
+          return ok({ jobId, nextRunAt: prepared.value.nextRunAt });
         },
         updateCron: async (jobId, request) => {
-          const checked = this.o.cronJobs.checkUpdate(request);
+          const checked = await this.o.cronJobs.checkUpdate(jobId, request);
           if (!checked.ok) return checked;
           held.push(() => this.writeCron({ kind: "update", jobId, request }));
           return ok(undefined);
         },
         deleteCron: async (jobId) => {
+          const checked = await this.o.cronJobs.checkDelete(jobId);
+          if (!checked.ok) return checked;
           held.push(() => this.writeCron({ kind: "delete", jobId }));
           return ok(undefined);
         },
@@ -172,32 +182,36 @@ export class RunWrites {
       if (!written.ok) throw new Error(`delivery to ${request.target} refused at commit: ${written.error.message}`);
       if (written.value.created) ids.push(written.value.delivery.id);
     }
-    for (const write of this.cronWrites) {
-      switch (write.kind) {
-        case "create":
-          await this.o.cron.create(write.job, tx);
-          break;
-        case "update":
-        case "delete": {
-          // A job deleted since the tool called is nothing to edit; the tool's answer stands.
-          const done = write.kind === "update" ? await this.o.cronJobs.update(write.jobId, write.request, tx) : await this.o.cronJobs.delete(write.jobId, tx);
-          if (!done.ok && done.error.code !== "not_found") throw new Error(`cron ${write.kind} of ${write.jobId} refused at commit: ${done.error.message}`);
-          break;
-        }
-        default: {
-          const unreachable: never = write;
-          throw new Error(`unknown cron write ${JSON.stringify(unreachable)}`);
-        }
-      }
-    }
+    for (const write of this.cronWrites) await this.applyCron(write, tx);
     for (const [cronRunId, outcome] of this.cronRuns) {
-      await this.o.cron.updateRun(
-        cronRunId,
-        { status: outcome.status, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds ?? [], error: outcome.error ?? null, finishedAt: now },
-        tx,
-      );
+      await this.o.cron.recordTurnOutcome(cronRunId, { outcome: outcome.status, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds ?? [], error: outcome.error ?? null }, tx);
     }
     return ids;
+  }
+
+  /**
+   * One cron write of the commit. It was checked when asked for; one that no longer holds
+   * (a job deleted or the quota filled since, an `at` that passed) is dropped, not thrown:
+   * the rest of the run's work must not be lost for it.
+   */
+  private async applyCron(write: CronWrite, tx: Tx): Promise<void> {
+    switch (write.kind) {
+      case "create": {
+        const prepared = this.o.cronJobs.prepare(write.request, write.owner, write.jobId);
+        if (prepared.ok) await this.o.cron.create(prepared.value, tx);
+        return;
+      }
+      case "update":
+        await this.o.cronJobs.update(write.jobId, write.request, tx);
+        return;
+      case "delete":
+        await this.o.cronJobs.delete(write.jobId, tx);
+        return;
+      default: {
+        const unreachable: never = write;
+        throw new Error(`unknown cron write ${JSON.stringify(unreachable)}`);
+      }
+    }
   }
 
   private pending(sessionId: string): NewTurn[] {

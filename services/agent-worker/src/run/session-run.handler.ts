@@ -3,7 +3,7 @@ import { decodeLaneItem, parseChatAddress, type Clock, type CronPayload, type Ou
 import type { CronJob, CronRepository, CronRun, InboundMessageRepository, InboundRecord, NewTurn, SessionRepository, TurnRepository } from "@nahida/db";
 import { RunStoppedError, type LaneHandler, type LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
-import type { CronJobs } from "@nahida/cron";
+import { readCronJob, type CronJobs } from "@nahida/cron";
 import type { Outbox } from "@nahida/outbox";
 import type { TypedQueue } from "@nahida/queue";
 import type { RunAgent } from "../agent/agent-loop";
@@ -144,7 +144,9 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       // A job deleted after it fired takes its runs with it: nothing is left to answer.
       if (!found) return run.reject(i.itemId, `cron run ${i.cronRunId} does not exist (its job was deleted)`);
       const { job, ...cronRun } = found;
-      const payload = job.payload as CronPayload;
+      const read = readCronJob(job);
+      if (!read.ok) return run.reject(i.itemId, read.error);
+      const payload = read.value.payload;
       if (payload.kind !== "agent_turn") return run.reject(i.itemId, `cron job ${job.id} is a ${payload.kind} job, not an agent turn`);
       work.set(i.itemId, { kind: "scheduled", work: { itemId: i.itemId, run: cronRun, job, payload } });
     });
@@ -229,8 +231,18 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
               const matches = jobs.filter((j) => j.id.startsWith(idOrPrefix.toLowerCase()));
               return matches.length === 1 ? matches[0]! : null;
             },
-            remove: (jobId) => writes.writeCron({ kind: "delete", jobId }),
-            setEnabled: (jobId, enabled) => writes.writeCron({ kind: "update", jobId, request: { enabled } }),
+            remove: async (jobId) => {
+              const checked = await o.cronJobs.checkDelete(jobId);
+              if (!checked.ok) return checked.error.message;
+              writes.writeCron({ kind: "delete", jobId });
+              return null;
+            },
+            setEnabled: async (jobId, enabled) => {
+              const checked = await o.cronJobs.checkUpdate(jobId, { enabled });
+              if (!checked.ok) return checked.error.message;
+              writes.writeCron({ kind: "update", jobId, request: { enabled } });
+              return null;
+            },
           },
         };
         const outcome = await o.commands.run(part.record.message.text, context, run.signal, { name: part.name, args: part.args });
