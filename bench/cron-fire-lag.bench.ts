@@ -121,8 +121,8 @@ async function main() {
       const ids = anchors.slice(from, from + 1000).map((_, k) => from + k);
       await pool.query(
         `INSERT INTO cron_jobs (id, name, schedule, tz, anchor_at, target, payload, owner, next_slot, next_run_at)
-         SELECT gen_random_uuid(), 'bench ' || i, $1::jsonb, 'UTC', to_timestamp(a / 1000.0), 'telegram:private:' || ($2::bigint + i),
-                $3::jsonb, 'bench', to_timestamp((a + $4::bigint) / 1000.0), to_timestamp((a + $4::bigint) / 1000.0)
+         SELECT gen_random_uuid(), 'bench ' || i, $1::jsonb, 'UTC', 'epoch'::timestamptz + a * interval '1 millisecond', 'telegram:private:' || ($2::bigint + i),
+                $3::jsonb, 'bench', 'epoch'::timestamptz + (a + $4::bigint) * interval '1 millisecond', 'epoch'::timestamptz + (a + $4::bigint) * interval '1 millisecond'
            FROM unnest($5::int[], $6::bigint[]) AS u(i, a)`,
         [JSON.stringify({ kind: "every", every_ms: PERIOD_MS }), CHAT_BASE, JSON.stringify({ kind: "notify", text: "bench", attachments: [] }), PERIOD_MS, ids, ids.map((i) => anchors[i]!)],
       );
