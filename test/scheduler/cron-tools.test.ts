@@ -74,6 +74,8 @@ describe("the agent's cron tools and the /cron command", () => {
     await waitFor(async () => ((await jobsOf("telegram:private:830001"))[0]!.enabled ? true : undefined), 15_000, "the job to be resumed");
     h.telegram.pushUpdate(privateText(830001, `/cron delete ${short}`));
     await waitFor(async () => ((await jobsOf("telegram:private:830001")).length === 0 ? true : undefined), 15_000, "the job to be deleted");
+    // The answers go out after the commits the waits above saw.
+    await waitFor(async () => (h.telegram.sent(830001).some((c) => c.params.text === 'Deleted "water".') ? true : undefined), 15_000, "the /cron delete answer");
     const texts = h.telegram.sent(830001).map((c) => String(c.params.text));
     expect(texts).toEqual(expect.arrayContaining(['Paused "water".', 'Resumed "water".', 'Deleted "water".']));
   });
