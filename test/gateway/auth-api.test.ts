@@ -69,6 +69,9 @@ describe("API authentication, scopes, tokens and rate limit", () => {
     expect(Object.keys(doc.paths)).toEqual(
       expect.arrayContaining(["/api/send", "/api/deliveries/{id}", "/api/sessions", "/api/sessions/{id}", "/api/sessions/{id}/history", "/api/tokens", "/api/tokens/{id}"]),
     );
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/api/cron", "/api/cron/{id}", "/api/cron/{id}/run", "/api/cron/{id}/runs"]));
+    expect(Object.keys(doc.paths["/api/cron/{id}"])).toEqual(expect.arrayContaining(["get", "patch", "delete"]));
+    expect(JSON.stringify(doc.components.schemas.CronCreateRequest.properties.schedule)).toContain("every_ms");
     expect(JSON.stringify(doc.paths["/api/send"].post.requestBody)).toContain("#/components/schemas/SendRequest");
     expect(doc.components.schemas.SendRequest.properties.target.description).toContain("<channel>:<type>:<id>");
     expect(Object.keys(doc.components.schemas.SendRequest.properties)).toEqual(["target", "text", "reply_to", "attachments", "session_id", "delivery_policy"]);
