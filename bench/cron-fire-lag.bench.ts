@@ -7,6 +7,8 @@
 //   npm run bench:cron -- [--jobs 10000] [--period 60] [--schedulers 3] [--deliveries 2] [--help]
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
+import { Queue, Worker } from "bullmq";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { migrate } from "@nahida/db";
 import { startFakeTelegram, type FakeTelegram } from "../test/fakes/telegram-bot-api.fake";
@@ -22,7 +24,8 @@ const HELP = `npm run bench:cron -- [options]
   --periods P       periods measured after the first (warm-up) one (default 1)
   --schedulers N    scheduler processes (default 3)
   --deliveries N    delivery processes (default 2)
-  --floor-seconds S length of the floor measurement (default 10)`;
+  --floor-seconds S length of the floor measurement (default 10)
+  --no-bullmq       skip the BullMQ job-scheduler comparison`;
 
 const { values: args } = parseArgs({
   options: {
@@ -32,6 +35,7 @@ const { values: args } = parseArgs({
     schedulers: { type: "string", default: "3" },
     deliveries: { type: "string", default: "2" },
     "floor-seconds": { type: "string", default: "10" },
+    "no-bullmq": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -78,6 +82,49 @@ async function measureFloor(telegram: FakeTelegram): Promise<number[]> {
     }),
   );
   return lags;
+}
+
+/**
+ * BullMQ job schedulers, the same count and spread: lag from each slot to the worker
+ * receiving its job, over one period after one period of warm-up; and how long creating
+ * them took.
+ */
+async function measureBullmqSchedulers(): Promise<{ lags: number[]; upsertMs: number }> {
+  const prefix = `bench-cron-bq-${randomUUID().slice(0, 8)}`;
+  const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue("cron", { connection, prefix });
+  const lags: number[] = [];
+  let measureFrom = Infinity;
+  let measureTo = Infinity;
+  const worker = new Worker(
+    "cron",
+    async (job) => {
+      const slot = job.timestamp + (job.opts.delay ?? 0);
+      if (slot >= measureFrom && slot < measureTo) lags.push(Date.now() - slot);
+    },
+    { connection: new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }), prefix, concurrency: 50 },
+  );
+  try {
+    const started = Date.now();
+    for (let from = 0; from < JOBS; from += 200) {
+      await Promise.all(
+        Array.from({ length: Math.min(200, JOBS - from) }, (_, k) =>
+          queue.upsertJobScheduler(`job-${from + k}`, { every: PERIOD_MS, offset: Math.floor(((from + k) * PERIOD_MS) / JOBS) }, { name: "fire", data: {} }),
+        ),
+      );
+    }
+    const upsertMs = Date.now() - started;
+    measureFrom = Date.now() + PERIOD_MS;
+    measureTo = measureFrom + PERIODS * PERIOD_MS;
+    await new Promise((r) => setTimeout(r, measureTo - Date.now() + 2_000));
+    return { lags, upsertMs };
+  } finally {
+    await worker.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    connection.disconnect();
+    await clearQueuePrefix(TEST_REDIS_URL, prefix);
+  }
 }
 
 async function main() {
@@ -158,6 +205,12 @@ async function main() {
     const seconds = (measureTo - measureFrom) / 1000;
     console.log(`nahida (slot → sendMessage, ${SCHEDULERS}+${DELIVERIES} processes): ${summary(lags)}`);
     console.log(`runs of measured slots: ${statuses.map((r) => `${r.status} ${r.n}`).join(", ")}; duplicate slots: ${dup[0]!.n}; expected ${JOBS * PERIODS}`);
+    if (!args["no-bullmq"]) {
+      for (const p of procs) await p.stop().catch(() => undefined);
+      procs.length = 0;
+      const bullmq = await measureBullmqSchedulers();
+      console.log(`bullmq job schedulers (slot → worker receives, 1 process):  ${summary(bullmq.lags)}; creating ${JOBS} took ${bullmq.upsertMs} ms`);
+    }
     console.log(
       `CPU per fire: schedulers ${(cpuMs.schedulers / (JOBS * PERIODS)).toFixed(2)} ms, deliveries ${(cpuMs.deliveries / (JOBS * PERIODS)).toFixed(2)} ms (${seconds} s measured)`,
     );
