@@ -13,6 +13,12 @@ export interface StartFakeMilkyOptions {
   nickname?: string;
   /** URLs every pushed event is also POSTed to, as an implementation's WebHook setting. */
   webhookUrls?: string[];
+  /**
+   * What an accepted send answers in `data`: `full` is `{message_seq, time}` as the current
+   * protocol; `seq_only` is `{message_seq}` as older implementations; `none` leaves `data`
+   * out. Default `full`.
+   */
+  sendAnswer?: "full" | "seq_only" | "none";
 }
 
 /** One authorised API call, in arrival order (including ones answered with a scripted failure). */
@@ -210,7 +216,8 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
         const peerId = "user_id" in input.data ? input.data.user_id : input.data.group_id;
         const seq = seqFor(scene, peerId);
         record({ api, scene, peerId, segments, id: String(seq) });
-        return ok({ message_seq: seq, time: Math.floor(Date.now() / 1000) });
+        if (options.sendAnswer === "none") return { status: 200, body: { status: "ok", retcode: 0 } };
+        return ok(options.sendAnswer === "seq_only" ? { message_seq: seq } : { message_seq: seq, time: Math.floor(Date.now() / 1000) });
       }
       case "upload_private_file":
       case "upload_group_file": {

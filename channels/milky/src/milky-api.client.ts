@@ -52,7 +52,8 @@ const HTTP_MEANINGS: Record<number, string> = {
 const NEVER_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
 
 const Envelope = z.discriminatedUnion("status", [
-  z.looseObject({ status: z.literal("ok"), retcode: z.number().optional(), data: z.unknown() }),
+  // Older implementations leave `data` out of an answer that has none.
+  z.looseObject({ status: z.literal("ok"), retcode: z.number().optional(), data: z.unknown().optional() }),
   z.looseObject({ status: z.literal("failed"), retcode: z.number().int(), message: z.string().catch("") }),
 ]);
 

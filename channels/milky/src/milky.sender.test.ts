@@ -150,6 +150,23 @@ describe("MilkySender", () => {
   });
 
   it.each([
+    ["{message_seq} without time, as older implementations", "seq_only", /^\d+$/],
+    ["no data at all", "none", /^unknown$/],
+  ] as const)("takes status ok as accepted when the answer has %s, and sends it once", async (_label, sendAnswer, id) => {
+    const older = await startFakeMilky({ accessToken: TOKEN, sendAnswer });
+    try {
+      const chat = group();
+      const p = progress();
+      await new MilkySender({ baseUrl: older.baseUrl, accessToken: TOKEN }).send(chat, outbound("hello from an older implementation"), p);
+      expect(older.sent(Number(chat.id))).toHaveLength(1);
+      expect(p.ids).toHaveLength(1);
+      expect(p.ids[0]).toMatch(id);
+    } finally {
+      await older.close();
+    }
+  });
+
+  it.each([
     ["milky:channel:10001", { channel: "milky", type: "channel", id: "10001" }, "no channel chats"],
     ["a thread", { channel: "milky", type: "group", id: "20001", thread: "1" }, "no threads"],
     ["a non-QQ id", { channel: "milky", type: "private", id: "-5" }, "not a QQ number"],
