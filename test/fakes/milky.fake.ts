@@ -42,6 +42,8 @@ export interface FakeMilkyFailOptions {
   peerId?: number;
   /** How many matching calls fail. Default 1. */
   times?: number;
+  /** How many matching calls are answered normally before the failures begin. Default 0. */
+  after?: number;
 }
 
 /** A message the fake accepted (`send_*_message`) or a file it took (`upload_*_file`). */
@@ -103,7 +105,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
   const selfId = options.selfId ?? DEFAULT_SELF_ID;
   const calls: FakeMilkyCall[] = [];
   const sent: FakeMilkySent[] = [];
-  let failures: { api: string; peerId: number | undefined; remaining: number; failure: FakeMilkyFailure }[] = [];
+  let failures: { api: string; peerId: number | undefined; skip: number; remaining: number; failure: FakeMilkyFailure }[] = [];
   const nextSeq = new Map<string, number>();
   const history = new Map<string, Record<string, unknown>[]>();
   const sockets = new Set<WebSocket>();
@@ -193,6 +195,10 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
     const peer = peerOf(body);
     const entry = failures.find((f) => f.api === api && (f.peerId === undefined || f.peerId === peer));
     if (!entry) return undefined;
+    if (entry.skip > 0) {
+      entry.skip--;
+      return undefined;
+    }
     entry.remaining--;
     if (entry.remaining <= 0) failures = failures.filter((f) => f !== entry);
     return entry.failure;
@@ -303,7 +309,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
       });
     },
     failNext(api, failure, failOptions = {}) {
-      failures.push({ api, peerId: failOptions.peerId, remaining: failOptions.times ?? 1, failure });
+      failures.push({ api, peerId: failOptions.peerId, skip: failOptions.after ?? 0, remaining: failOptions.times ?? 1, failure });
     },
     eventClients: () => ({ websocket: sockets.size, sse: sseClients.size }),
     get eventConnectionsAccepted() {

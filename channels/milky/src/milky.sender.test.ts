@@ -139,12 +139,12 @@ describe("MilkySender", () => {
     const chat = friend();
     milky.failNext("send_private_message", { retcode: -403, message: "未处于登录状态" }, { peerId: Number(chat.id) });
     const loggedOut = await failure(sender.send(chat, outbound("hi"), progress()));
-    expect(loggedOut).toMatchObject({ kind: "transient", details: { error_code: -403, retry_after: 7 } });
+    expect(loggedOut).toMatchObject({ kind: "transient", details: { error_code: -403, retry_after: 7, unavailable: true } });
     expect(loggedOut!.description).toContain("not logged in");
 
     const wrong = new MilkySender({ baseUrl: milky.baseUrl, accessToken: "not-the-token" });
     const refused = await failure(wrong.send(chat, outbound("hi"), progress()));
-    expect(refused).toMatchObject({ kind: "transient", details: { error_code: 401, retry_after: 30 } });
+    expect(refused).toMatchObject({ kind: "transient", details: { error_code: 401, retry_after: 30, unavailable: true } });
     expect(refused!.description).toContain("MILKY_ACCESS_TOKEN");
     expect(`${refused!.message} ${JSON.stringify(refused!.details)}`).not.toContain("not-the-token");
   });

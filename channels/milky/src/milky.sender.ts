@@ -95,7 +95,7 @@ export class MilkySender implements ChannelSender {
     if (error instanceof ChannelSendError) return error;
     if (!(error instanceof MilkyApiError)) return new ChannelSendError("transient", (error as Error)?.message ?? String(error), {}, { cause: error });
     const f = error.failure;
-    const loggedOut = { retry_after: this.o.loggedOutRetrySeconds ?? 30 };
+    const loggedOut = { retry_after: this.o.loggedOutRetrySeconds ?? 30, unavailable: true };
     switch (f.kind) {
       case "http":
         if (f.status === 429) return new ChannelSendError("rate_limited", error.message, { error_code: 429, retry_after: f.retryAfterSeconds ?? 1 }, { cause: error });
