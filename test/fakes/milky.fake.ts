@@ -88,6 +88,13 @@ export interface FakeMilky {
   pushEvent(event: Record<string, unknown>): Promise<number[]>;
   /** Closes every event connection, as an implementation that restarts. */
   dropEventClients(): void;
+  /** While on, every event connection is closed right after its handshake, as a server that accepts and hangs up. */
+  closeEventConnectionsOnOpen(on: boolean): void;
+  /**
+   * The open event connections stay open and get nothing more (a half-open connection, a
+   * proxy that stopped forwarding); events pushed later are kept for history only.
+   */
+  stallEventClients(): void;
   close(): Promise<void>;
 }
 
@@ -110,10 +117,13 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
   const history = new Map<string, Record<string, unknown>[]>();
   const sockets = new Set<WebSocket>();
   const sseClients = new Set<ServerResponse>();
+  const stalled = new Set<WebSocket>();
+  const stalledSse = new Set<ServerResponse>();
   const openSockets = new Set<Socket>();
   const sentWaiters = new Set<() => void>();
   let accepted = 0;
   let refused = 0;
+  let hangUpOnOpen = false;
 
   const wss = new WebSocketServer({ noServer: true });
   const server = createServer((req, res) => {
@@ -135,6 +145,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       accepted++;
+      if (hangUpOnOpen) return ws.close();
       sockets.add(ws);
       ws.on("close", () => sockets.delete(ws));
       ws.on("error", () => sockets.delete(ws));
@@ -187,6 +198,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
     accepted++;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     res.write(": connected\n\n");
+    if (hangUpOnOpen) return void res.end();
     sseClients.add(res);
     res.on("close", () => sseClients.delete(res));
   }
@@ -241,8 +253,10 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
         if (!input.success) return { status: 200, body: failed(-400, "参数解析失败") };
         const kept = history.get(`${input.data.message_scene}:${input.data.peer_id}`) ?? [];
         const start = input.data.start_message_seq ?? Number.MAX_SAFE_INTEGER;
-        const messages = kept.filter((m) => Number(m.message_seq) <= start).slice(-Math.min(30, input.data.limit));
-        return ok({ messages });
+        const upToStart = kept.filter((m) => Number(m.message_seq) <= start);
+        const messages = upToStart.slice(-Math.min(30, input.data.limit));
+        const older = upToStart.at(-messages.length - 1);
+        return ok({ messages, ...(older ? { next_message_seq: Number(older.message_seq) } : {}) });
       }
       default:
         return { status: 404 };
@@ -323,9 +337,22 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
       for (const ws of sockets) ws.terminate();
       for (const res of sseClients) res.destroy();
     },
+    closeEventConnectionsOnOpen(on) {
+      hangUpOnOpen = on;
+    },
+    stallEventClients() {
+      // Kept open until close(), and answering no pings.
+      for (const ws of sockets) {
+        stalled.add(ws);
+        ws.pause();
+      }
+      for (const res of sseClients) stalledSse.add(res);
+      sockets.clear();
+      sseClients.clear();
+    },
     async close() {
-      for (const ws of sockets) ws.terminate();
-      for (const res of sseClients) res.destroy();
+      for (const ws of [...sockets, ...stalled]) ws.terminate();
+      for (const res of [...sseClients, ...stalledSse]) res.destroy();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of openSockets) socket.destroy();
       wss.close();

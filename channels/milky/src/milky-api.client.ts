@@ -57,6 +57,18 @@ const Envelope = z.discriminatedUnion("status", [
   z.looseObject({ status: z.literal("failed"), retcode: z.number().int(), message: z.string().catch("") }),
 ]);
 
+/**
+ * One spelling per implementation: `http://HOST:3000/`, `http://host:3000` and
+ * `http://host:3000//` are one server (the URL parser lowercases the host and drops a
+ * default port; trailing slashes go here). For lock keys and duplicate checks.
+ */
+export function normalizeMilkyBaseUrl(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = url.pathname.replace(/\/+$/, "");
+  url.hash = "";
+  return url.toString().replace(/\/+$/, "");
+}
+
 export interface MilkyApiClientOptions {
   /** `http://host:port` of the implementation; APIs are `POST {baseUrl}/api/<name>`. */
   baseUrl: string;
