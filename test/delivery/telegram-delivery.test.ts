@@ -165,6 +165,15 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
     expect(accepted!.at.getTime() - refused!.at.getTime()).toBeGreaterThanOrEqual(FIRST_BACKOFF_MS - SLACK_MS);
   });
 
+  it("retries a 5xx that carries retry_after with the normal backoff, not by waiting retry_after", async () => {
+    const chat = newChat();
+    h.telegram.failNext("sendMessage", { status: 500, retryAfter: 600 }, { chatId: chat });
+    const id = await enqueue(`telegram:private:${chat}`, { text: "after a 500 with retry_after" });
+    expect(outcome(await settled(id))).toEqual({ status: "sent", attempts: 2, platformMessageIds: ["1"], error: null });
+    const [refused, accepted] = sendsTo(chat, "sendMessage");
+    expect(accepted!.at.getTime() - refused!.at.getTime()).toBeLessThan(FIRST_BACKOFF_MS * 4);
+  });
+
   it("sends a chat's messages in order, one at a time: a later one waits while an earlier one retries", async () => {
     const chat = newChat();
     h.telegram.failNext("sendMessage", { status: 502 }, { chatId: chat });

@@ -13,6 +13,12 @@ export interface StartFakeMilkyOptions {
   nickname?: string;
   /** URLs every pushed event is also POSTed to, as an implementation's WebHook setting. */
   webhookUrls?: string[];
+  /**
+   * What an accepted send answers in `data`: `full` is `{message_seq, time}` as the current
+   * protocol; `seq_only` is `{message_seq}` as older implementations; `none` leaves `data`
+   * out. Default `full`.
+   */
+  sendAnswer?: "full" | "seq_only" | "none";
 }
 
 /** One authorised API call, in arrival order (including ones answered with a scripted failure). */
@@ -36,6 +42,8 @@ export interface FakeMilkyFailOptions {
   peerId?: number;
   /** How many matching calls fail. Default 1. */
   times?: number;
+  /** How many matching calls are answered normally before the failures begin. Default 0. */
+  after?: number;
 }
 
 /** A message the fake accepted (`send_*_message`) or a file it took (`upload_*_file`). */
@@ -80,6 +88,13 @@ export interface FakeMilky {
   pushEvent(event: Record<string, unknown>): Promise<number[]>;
   /** Closes every event connection, as an implementation that restarts. */
   dropEventClients(): void;
+  /** While on, every event connection is closed right after its handshake, as a server that accepts and hangs up. */
+  closeEventConnectionsOnOpen(on: boolean): void;
+  /**
+   * The open event connections stay open and get nothing more (a half-open connection, a
+   * proxy that stopped forwarding); events pushed later are kept for history only.
+   */
+  stallEventClients(): void;
   close(): Promise<void>;
 }
 
@@ -97,15 +112,18 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
   const selfId = options.selfId ?? DEFAULT_SELF_ID;
   const calls: FakeMilkyCall[] = [];
   const sent: FakeMilkySent[] = [];
-  let failures: { api: string; peerId: number | undefined; remaining: number; failure: FakeMilkyFailure }[] = [];
+  let failures: { api: string; peerId: number | undefined; skip: number; remaining: number; failure: FakeMilkyFailure }[] = [];
   const nextSeq = new Map<string, number>();
   const history = new Map<string, Record<string, unknown>[]>();
   const sockets = new Set<WebSocket>();
   const sseClients = new Set<ServerResponse>();
+  const stalled = new Set<WebSocket>();
+  const stalledSse = new Set<ServerResponse>();
   const openSockets = new Set<Socket>();
   const sentWaiters = new Set<() => void>();
   let accepted = 0;
   let refused = 0;
+  let hangUpOnOpen = false;
 
   const wss = new WebSocketServer({ noServer: true });
   const server = createServer((req, res) => {
@@ -127,6 +145,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       accepted++;
+      if (hangUpOnOpen) return ws.close();
       sockets.add(ws);
       ws.on("close", () => sockets.delete(ws));
       ws.on("error", () => sockets.delete(ws));
@@ -179,6 +198,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
     accepted++;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     res.write(": connected\n\n");
+    if (hangUpOnOpen) return void res.end();
     sseClients.add(res);
     res.on("close", () => sseClients.delete(res));
   }
@@ -187,6 +207,10 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
     const peer = peerOf(body);
     const entry = failures.find((f) => f.api === api && (f.peerId === undefined || f.peerId === peer));
     if (!entry) return undefined;
+    if (entry.skip > 0) {
+      entry.skip--;
+      return undefined;
+    }
     entry.remaining--;
     if (entry.remaining <= 0) failures = failures.filter((f) => f !== entry);
     return entry.failure;
@@ -210,7 +234,8 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
         const peerId = "user_id" in input.data ? input.data.user_id : input.data.group_id;
         const seq = seqFor(scene, peerId);
         record({ api, scene, peerId, segments, id: String(seq) });
-        return ok({ message_seq: seq, time: Math.floor(Date.now() / 1000) });
+        if (options.sendAnswer === "none") return { status: 200, body: { status: "ok", retcode: 0 } };
+        return ok(options.sendAnswer === "seq_only" ? { message_seq: seq } : { message_seq: seq, time: Math.floor(Date.now() / 1000) });
       }
       case "upload_private_file":
       case "upload_group_file": {
@@ -228,8 +253,10 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
         if (!input.success) return { status: 200, body: failed(-400, "参数解析失败") };
         const kept = history.get(`${input.data.message_scene}:${input.data.peer_id}`) ?? [];
         const start = input.data.start_message_seq ?? Number.MAX_SAFE_INTEGER;
-        const messages = kept.filter((m) => Number(m.message_seq) <= start).slice(-Math.min(30, input.data.limit));
-        return ok({ messages });
+        const upToStart = kept.filter((m) => Number(m.message_seq) <= start);
+        const messages = upToStart.slice(-Math.min(30, input.data.limit));
+        const older = upToStart.at(-messages.length - 1);
+        return ok({ messages, ...(older ? { next_message_seq: Number(older.message_seq) } : {}) });
       }
       default:
         return { status: 404 };
@@ -296,7 +323,7 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
       });
     },
     failNext(api, failure, failOptions = {}) {
-      failures.push({ api, peerId: failOptions.peerId, remaining: failOptions.times ?? 1, failure });
+      failures.push({ api, peerId: failOptions.peerId, skip: failOptions.after ?? 0, remaining: failOptions.times ?? 1, failure });
     },
     eventClients: () => ({ websocket: sockets.size, sse: sseClients.size }),
     get eventConnectionsAccepted() {
@@ -310,9 +337,22 @@ export async function startFakeMilky(options: StartFakeMilkyOptions = {}): Promi
       for (const ws of sockets) ws.terminate();
       for (const res of sseClients) res.destroy();
     },
+    closeEventConnectionsOnOpen(on) {
+      hangUpOnOpen = on;
+    },
+    stallEventClients() {
+      // Kept open until close(), and answering no pings.
+      for (const ws of sockets) {
+        stalled.add(ws);
+        ws.pause();
+      }
+      for (const res of sseClients) stalledSse.add(res);
+      sockets.clear();
+      sseClients.clear();
+    },
     async close() {
-      for (const ws of sockets) ws.terminate();
-      for (const res of sseClients) res.destroy();
+      for (const ws of [...sockets, ...stalled]) ws.terminate();
+      for (const res of [...sseClients, ...stalledSse]) res.destroy();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of openSockets) socket.destroy();
       wss.close();

@@ -44,7 +44,8 @@ export interface FakeTelegramCall {
 /** How a scripted call fails. */
 export type FakeTelegramFailure =
   | { status: 429; retryAfter: number }
-  | { status: 500 | 502 }
+  /** `retryAfter` adds `parameters.retry_after`, as Telegram does with some 5xx. */
+  | { status: 500 | 502; retryAfter?: number }
   | { status: 400; description: string }
   /** `{"ok":false,"error_code":status}` and nothing else, as some proxies and emulators answer. */
   | { status: number; withoutDescription: true }
@@ -594,9 +595,11 @@ function failureReply(failure: FakeTelegramFailure): Reply {
         },
       };
     case 500:
-      return badRequest(500, "Internal Server Error");
-    case 502:
-      return badRequest(502, "Bad Gateway");
+    case 502: {
+      const description = failure.status === 500 ? "Internal Server Error" : "Bad Gateway";
+      const parameters = failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {};
+      return { status: failure.status, body: { ok: false, error_code: failure.status, description, ...parameters } };
+    }
     case 400:
       return badRequest(400, failure.description);
   }

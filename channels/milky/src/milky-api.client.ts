@@ -52,9 +52,22 @@ const HTTP_MEANINGS: Record<number, string> = {
 const NEVER_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
 
 const Envelope = z.discriminatedUnion("status", [
-  z.looseObject({ status: z.literal("ok"), retcode: z.number().optional(), data: z.unknown() }),
+  // Older implementations leave `data` out of an answer that has none.
+  z.looseObject({ status: z.literal("ok"), retcode: z.number().optional(), data: z.unknown().optional() }),
   z.looseObject({ status: z.literal("failed"), retcode: z.number().int(), message: z.string().catch("") }),
 ]);
+
+/**
+ * One spelling per implementation: `http://HOST:3000/`, `http://host:3000` and
+ * `http://host:3000//` are one server (the URL parser lowercases the host and drops a
+ * default port; trailing slashes go here). For lock keys and duplicate checks.
+ */
+export function normalizeMilkyBaseUrl(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = url.pathname.replace(/\/+$/, "");
+  url.hash = "";
+  return url.toString().replace(/\/+$/, "");
+}
 
 export interface MilkyApiClientOptions {
   /** `http://host:port` of the implementation; APIs are `POST {baseUrl}/api/<name>`. */

@@ -90,6 +90,100 @@ describe("Milky ingress", () => {
     }
   });
 
+  /** Drops the connection and pushes `count` messages to one chat while nobody is connected; resolves with their texts. */
+  async function pushDuringGap(milky: FakeMilky, label: string, peer: number, count: number): Promise<string[]> {
+    await waitFor(async () => milky.eventClients().websocket === 1, 5_000, "the event connection");
+    await milky.pushEvent(friendText(`${label} before`, peer));
+    await waitFor(async () => (await texts()).includes(`${label} before`), 5_000, "the first event");
+    milky.dropEventClients();
+    const words = Array.from({ length: count }, (_, i) => `${label} gap ${i}`);
+    // The reconnect waits at least 500 ms; these take a few.
+    for (const word of words) await milky.pushEvent(friendText(word, peer));
+    return words;
+  }
+
+  it("catches up a gap longer than one history page, paging back with start_message_seq, oldest first, once each", async () => {
+    const milky = await startFakeMilky({ accessToken: TOKEN });
+    try {
+      await start(milky, { transport: "websocket" });
+      const words = await pushDuringGap(milky, "paged", 10031, 45);
+      await waitFor(async () => (await texts()).includes(words.at(-1)!), 10_000, "the whole gap");
+      await milky.pushEvent(friendText("paged after", 10031));
+      await waitFor(async () => (await texts()).includes("paged after"), 5_000, "the live event");
+      expect((await texts()).filter((t) => t.startsWith("paged "))).toEqual(["paged before", ...words, "paged after"]);
+      const pages = milky.callsTo("get_history_messages").filter((c) => c.body.peer_id === 10031);
+      expect(pages.length).toBeGreaterThanOrEqual(2);
+      expect(pages[1]!.body.start_message_seq).toEqual(expect.any(Number));
+    } finally {
+      await milky.close();
+    }
+  });
+
+  it("stops at the page cap with a warning, keeping the newest pages", async () => {
+    const milky = await startFakeMilky({ accessToken: TOKEN });
+    const warnings: string[] = [];
+    const capturing = pino({ level: "warn" }, { write: (line: string) => void warnings.push(line) });
+    try {
+      await start(milky, { transport: "websocket", logger: capturing, eventStream: { timings: { catchUpMaxPages: 1 } } });
+      const words = await pushDuringGap(milky, "capped", 10032, 45);
+      await waitFor(async () => (await texts()).includes(words.at(-1)!), 10_000, "the newest page");
+      await waitFor(async () => warnings.some((w) => w.includes("page cap")), 5_000, "the warning");
+      expect((await texts()).filter((t) => t.startsWith("capped gap"))).toEqual(words.slice(-30));
+    } finally {
+      await milky.close();
+    }
+  });
+
+  it("keeps a chat's gap open when its catch-up fails, though live events move on, and fills it on the retry", async () => {
+    const milky = await startFakeMilky({ accessToken: TOKEN });
+    try {
+      await start(milky, { transport: "websocket", eventStream: { timings: { catchUpRetryMs: 300 } } });
+      // The first history call is the reconnect's: the first connection had no recent chats.
+      milky.failNext("get_history_messages", { status: 502 });
+      const [missed] = await pushDuringGap(milky, "retried", 10033, 1);
+      await waitFor(async () => milky.eventConnectionsAccepted >= 2 && milky.callsTo("get_history_messages").length >= 1, 10_000, "the reconnect's catch-up");
+      await milky.pushEvent(friendText("retried live", 10033));
+      await waitFor(async () => (await texts()).includes("retried live"), 5_000, "the live event");
+      await waitFor(async () => (await texts()).includes(missed!), 5_000, "the retried catch-up");
+      expect((await texts()).filter((t) => t === missed)).toHaveLength(1);
+    } finally {
+      await milky.close();
+    }
+  });
+
+  it("backs off against a server that hangs up right after every handshake", async () => {
+    const milky = await startFakeMilky({ accessToken: TOKEN });
+    try {
+      milky.closeEventConnectionsOnOpen(true);
+      await start(milky, { transport: "sse" });
+      await new Promise((r) => setTimeout(r, 4_000));
+      const connections = milky.eventConnectionsAccepted;
+      // 0, 0.5, 1.5, 3.5 s: back-off doubling from 500 ms. Resetting it at every open would make about eight.
+      expect(connections).toBeGreaterThanOrEqual(3);
+      expect(connections).toBeLessThanOrEqual(5);
+    } finally {
+      await milky.close();
+    }
+  });
+
+  it("reopens an SSE stream that went quiet and catches up what it missed", async () => {
+    const milky = await startFakeMilky({ accessToken: TOKEN });
+    try {
+      await start(milky, { transport: "sse", eventStream: { timings: { sseIdleTimeoutMs: 800 } } });
+      await waitFor(async () => milky.eventClients().sse === 1, 5_000, "the event stream");
+      await milky.pushEvent(friendText("quiet before", 10034));
+      await waitFor(async () => (await texts()).includes("quiet before"), 5_000, "the first event");
+      // Half-open: the socket stays up and nothing arrives any more.
+      milky.stallEventClients();
+      const accepted = milky.eventConnectionsAccepted;
+      await milky.pushEvent(friendText("quiet missed", 10034));
+      await waitFor(async () => milky.eventConnectionsAccepted > accepted, 5_000, "the stream to be reopened");
+      await waitFor(async () => (await texts()).includes("quiet missed"), 5_000, "the caught-up event");
+    } finally {
+      await milky.close();
+    }
+  });
+
   it("refuses to start with a token the implementation refuses, naming ACCESS_TOKEN", async () => {
     const milky = await startFakeMilky({ accessToken: TOKEN });
     try {

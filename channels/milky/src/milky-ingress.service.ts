@@ -9,9 +9,9 @@ import { errorHandlerPlugin } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { RedisLeadership } from "@nahida/queue";
-import { MilkyApiClient, MilkyApiError } from "./milky-api.client";
+import { MilkyApiClient, MilkyApiError, normalizeMilkyBaseUrl } from "./milky-api.client";
 import { createMilkyEventHandler } from "./milky-event.handler";
-import { MilkyEventStream } from "./milky-event-stream";
+import { MilkyEventStream, type MilkyEventStreamOptions } from "./milky-event-stream";
 import { milkyWebhookRoute } from "./milky-webhook.route";
 import { DEFAULT_MILKY_CHANNEL } from "./milky.normalizer";
 
@@ -28,6 +28,8 @@ export interface MilkyIngressOptions {
   logger: Logger;
   /** Event connection lease; a dead holder is replaced within about this long. */
   leaderTtlMs?: number;
+  /** WebSocket and SSE: the stream's clock and tuning (tests shorten them). */
+  eventStream?: Pick<MilkyEventStreamOptions, "clock" | "timings" | "backfillWindowMs">;
   /** Webhook transport: where the receiver listens; `path` defaults to `/<channel>/webhook`. */
   webhook?: { host: string; port: number; path?: string; bodyLimitBytes?: number };
 }
@@ -68,7 +70,7 @@ export async function startMilkyIngress(o: MilkyIngressOptions): Promise<Running
   if (o.transport !== "webhook") {
     // One connection per account: the key is the account and the implementation (hashed,
     // so no URL lands in Redis keys), whatever the instance is called.
-    const accountKey = createHash("sha256").update(`${me.uin}@${o.baseUrl}`).digest("hex").slice(0, 16);
+    const accountKey = createHash("sha256").update(`${me.uin}@${normalizeMilkyBaseUrl(o.baseUrl)}`).digest("hex").slice(0, 16);
     const stream = new MilkyEventStream({
       baseUrl: o.baseUrl,
       ...(o.accessToken ? { accessToken: o.accessToken } : {}),
@@ -80,6 +82,7 @@ export async function startMilkyIngress(o: MilkyIngressOptions): Promise<Running
       recentChatsKey: `${o.prefix}:milky:recent-chats:${accountKey}`,
       acceptEvent,
       logger,
+      ...o.eventStream,
     });
     stream.start();
     return { selfId: me.uin, nickname: me.nickname, stream, stop: () => stream.stop() };

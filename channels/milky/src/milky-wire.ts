@@ -15,6 +15,8 @@ import {
   IncomingReplySegmentData,
   IncomingTextSegmentData,
   IncomingVideoSegmentData,
+  SendGroupMessageOutput,
+  UploadGroupFileOutput,
   zUin,
 } from "@saltify/milky-types";
 
@@ -58,6 +60,14 @@ export const MilkyIncomingMessageCore = strictPick(IncomingFriendMessage, ["peer
   message_scene: z.string(),
   segments: z.array(z.unknown()),
 });
+
+/**
+ * What a send or an upload answers. `status:"ok"` is the acceptance; the fields are read
+ * when present (an implementation older than the schemas answers `message_seq` without
+ * `time`, or nothing at all), so an accepted message is never taken for a failed one and sent again.
+ */
+export const MilkySendAnswer = lenientPick(SendGroupMessageOutput, ["message_seq"]);
+export const MilkyUploadAnswer = lenientPick(UploadGroupFileOutput, ["file_id"]);
 
 export const MilkyFriend = lenientPick(FriendEntity, ["nickname", "remark"]);
 export const MilkyGroup = lenientPick(GroupEntity, ["group_name"]);

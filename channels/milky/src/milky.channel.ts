@@ -1,4 +1,5 @@
 import { webhookPortClashes, type ChannelConfigIssue, type ChannelInstance, type ChannelModule } from "@nahida/channels";
+import { normalizeMilkyBaseUrl } from "./milky-api.client";
 import { startMilkyIngress } from "./milky-ingress.service";
 import { milkyEnvSchema, type MilkyEnv } from "./milky.env";
 import { DEFAULT_MILKY_CHANNEL } from "./milky.normalizer";
@@ -18,9 +19,10 @@ export const milkyChannel: ChannelModule<MilkyEnv> = {
     for (const instance of instances) {
       const c = instance.config;
       // Two instances of one implementation would both store every event, each under its own channel.
-      const same = byUrl.get(c.BASE_URL);
+      const url = normalizeMilkyBaseUrl(c.BASE_URL);
+      const same = byUrl.get(url);
       if (same) issues.push({ variable: variable(instance, "BASE_URL"), message: `is the same Milky implementation as ${variable(same, "BASE_URL")}` });
-      else byUrl.set(c.BASE_URL, instance);
+      else byUrl.set(url, instance);
       if (c.EVENT_TRANSPORT !== "webhook") continue;
       if (!c.ACCESS_TOKEN) issues.push({ variable: variable(instance, "ACCESS_TOKEN"), message: `is required when ${variable(instance, "EVENT_TRANSPORT")}=webhook (pushes are checked against it)` });
       webhooks.push(instance);

@@ -139,14 +139,31 @@ describe("MilkySender", () => {
     const chat = friend();
     milky.failNext("send_private_message", { retcode: -403, message: "未处于登录状态" }, { peerId: Number(chat.id) });
     const loggedOut = await failure(sender.send(chat, outbound("hi"), progress()));
-    expect(loggedOut).toMatchObject({ kind: "transient", details: { error_code: -403, retry_after: 7 } });
+    expect(loggedOut).toMatchObject({ kind: "transient", details: { error_code: -403, retry_after: 7, unavailable: true } });
     expect(loggedOut!.description).toContain("not logged in");
 
     const wrong = new MilkySender({ baseUrl: milky.baseUrl, accessToken: "not-the-token" });
     const refused = await failure(wrong.send(chat, outbound("hi"), progress()));
-    expect(refused).toMatchObject({ kind: "transient", details: { error_code: 401, retry_after: 30 } });
+    expect(refused).toMatchObject({ kind: "transient", details: { error_code: 401, retry_after: 30, unavailable: true } });
     expect(refused!.description).toContain("MILKY_ACCESS_TOKEN");
     expect(`${refused!.message} ${JSON.stringify(refused!.details)}`).not.toContain("not-the-token");
+  });
+
+  it.each([
+    ["{message_seq} without time, as older implementations", "seq_only", /^\d+$/],
+    ["no data at all", "none", /^unknown$/],
+  ] as const)("takes status ok as accepted when the answer has %s, and sends it once", async (_label, sendAnswer, id) => {
+    const older = await startFakeMilky({ accessToken: TOKEN, sendAnswer });
+    try {
+      const chat = group();
+      const p = progress();
+      await new MilkySender({ baseUrl: older.baseUrl, accessToken: TOKEN }).send(chat, outbound("hello from an older implementation"), p);
+      expect(older.sent(Number(chat.id))).toHaveLength(1);
+      expect(p.ids).toHaveLength(1);
+      expect(p.ids[0]).toMatch(id);
+    } finally {
+      await older.close();
+    }
   });
 
   it.each([

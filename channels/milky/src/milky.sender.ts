@@ -1,12 +1,13 @@
 import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
-import { SendGroupMessageOutput, UploadGroupFileOutput, zUin } from "@saltify/milky-types";
+import { zUin } from "@saltify/milky-types";
 import type { Attachment, ChatAddress, OutboundMessage } from "@nahida/contracts";
 import { resolveWorkspacePath } from "@nahida/workspace";
 import { ChannelSendError, type ChannelSender, type SendProgress } from "@nahida/channels";
 import { MilkyApiClient, MilkyApiError } from "./milky-api.client";
 import { renderMilkyChunks } from "./milky-text";
+import { MilkySendAnswer, MilkyUploadAnswer } from "./milky-wire";
 import { DEFAULT_MILKY_CHANNEL } from "./milky.normalizer";
 
 export interface MilkySenderOptions {
@@ -28,6 +29,9 @@ export interface MilkySenderOptions {
 
 /** Inlining a bigger file as base64 would make a request of over 30 MB; send it as `file://` instead. */
 const MAX_BASE64_FILE_BYTES = 20 * 1024 * 1024;
+
+/** The recorded id of a part accepted (`status:"ok"`) by an implementation that answered no seq or file id. */
+const UNKNOWN_ID = "unknown";
 
 type Segment = { type: string; data: Record<string, unknown> };
 type Peer = { scene: "friend" | "group"; id: number };
@@ -73,17 +77,17 @@ export class MilkySender implements ChannelSender {
     if (part.kind === "message") {
       const body = peer.scene === "group" ? { group_id: peer.id, message: part.segments } : { user_id: peer.id, message: part.segments };
       const api = peer.scene === "group" ? "send_group_message" : "send_private_message";
-      return String((await this.api.call(api, body, SendGroupMessageOutput)).message_seq);
+      return String((await this.api.call(api, body, MilkySendAnswer)).message_seq ?? UNKNOWN_ID);
     }
     const { attachment } = part;
     const fileName = attachment.filename ?? (attachment.path ? basename(attachment.path) : attachment.url ? basename(new URL(attachment.url).pathname) || "file" : "file");
     const file = { file_uri: uris.get(attachment)!, file_name: fileName };
     const output =
       peer.scene === "group"
-        ? await this.api.call("upload_group_file", { group_id: peer.id, ...file }, UploadGroupFileOutput)
-        : await this.api.call("upload_private_file", { user_id: peer.id, ...file }, UploadGroupFileOutput);
+        ? await this.api.call("upload_group_file", { group_id: peer.id, ...file }, MilkyUploadAnswer)
+        : await this.api.call("upload_private_file", { user_id: peer.id, ...file }, MilkyUploadAnswer);
     // An upload answers with a file id, not a message seq; the prefix keeps the two apart.
-    return `file:${output.file_id}`;
+    return `file:${output.file_id ?? UNKNOWN_ID}`;
   }
 
   /** Maps a failure onto the delivery's retry classes; see the README's "Connect QQ through Milky". */
@@ -91,7 +95,7 @@ export class MilkySender implements ChannelSender {
     if (error instanceof ChannelSendError) return error;
     if (!(error instanceof MilkyApiError)) return new ChannelSendError("transient", (error as Error)?.message ?? String(error), {}, { cause: error });
     const f = error.failure;
-    const loggedOut = { retry_after: this.o.loggedOutRetrySeconds ?? 30 };
+    const loggedOut = { retry_after: this.o.loggedOutRetrySeconds ?? 30, unavailable: true };
     switch (f.kind) {
       case "http":
         if (f.status === 429) return new ChannelSendError("rate_limited", error.message, { error_code: 429, retry_after: f.retryAfterSeconds ?? 1 }, { cause: error });

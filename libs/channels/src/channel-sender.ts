@@ -25,8 +25,13 @@ export class ChannelSendError extends Error {
     /**
      * `outcome_unknown`: no answer arrived after the request may have reached the platform
      * (a dropped connection, a timeout), so the part may have been accepted.
+     * `unavailable` (transient only, with `retry_after`): the platform refuses every send
+     * until an operator acts (a Milky account logged out, its token refused); the delivery
+     * waits `retry_after` between tries without using attempts, up to a bounded time. Only
+     * this flag selects that wait: a `retry_after` on any other transient failure (Telegram
+     * sends one with some 5xx) is retried with the normal backoff.
      */
-    readonly details: { error_code?: number; retry_after?: number; outcome_unknown?: boolean } = {},
+    readonly details: { error_code?: number; retry_after?: number; outcome_unknown?: boolean; unavailable?: boolean } = {},
     options?: { cause?: unknown },
   ) {
     super(description, options);

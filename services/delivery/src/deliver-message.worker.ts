@@ -12,7 +12,16 @@ export interface DeliverMessageOptions {
   /** `sendingTakeoverMs`, `recordRetryMs`, `renewEveryMs`. */
   timings: Pick<RecoveryTimings, "sendingTakeoverMs" | "recordRetryMs" | "renewEveryMs">;
   logger: Logger;
+  /**
+   * How long a delivery waits, from its creation, while its platform is unavailable (a
+   * transient failure with `details.unavailable`: a Milky account logged out); past it the
+   * row fails, also when parts of it are out already. Default {@link DEFAULT_UNAVAILABLE_MAX_WAIT_MS}.
+   */
+  unavailableMaxWaitMs?: number;
 }
+
+/** One hour, the default delivery TTL: an unsent answer expires then, a half-sent one fails (the chat is held meanwhile). */
+export const DEFAULT_UNAVAILABLE_MAX_WAIT_MS = 60 * 60_000;
 
 export type DeliverOutcome = "sent" | "already_done" | "expired" | "failed";
 
@@ -32,9 +41,12 @@ async function delayJob(job: Job, token: string, ms: number): Promise<never> {
  * - past its TTL while still unsent: expired;
  * - 429: that chat is blocked for `retry_after` and this job is delayed until then, without
  *   using an attempt or holding a worker slot; other chats go on;
- * - 5xx / network: retried with the catalog's exponential backoff;
- * - transient with its own `retry_after` (a Milky account logged out): waits that long,
- *   like a 429, with the platform's reason as the row's status;
+ * - 5xx / network: retried with the catalog's exponential backoff (a `retry_after` on a
+ *   5xx does not change that);
+ * - an unknown outcome: the part is listed as uncertain first (docs/reliability.md);
+ * - the platform unavailable (`details.unavailable`: a Milky account logged out): waits
+ *   `retry_after` between tries like a 429, with the platform's reason as the row's status,
+ *   and fails once the row is `unavailableMaxWaitMs` old;
  * - other 4xx: failed for good with the platform's description.
  * Parts accepted before a failure are recorded, so a retry continues after them. Messages
  * to one chat go out one at a time, oldest first. A row taken over from a worker that died
@@ -156,18 +168,30 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
         return delayJob(job, token, waitMs);
       }
-      // A transient failure that names its own wait (a Milky account logged out): the row
-      // says why it waits, and the job comes back then without using an attempt, so the
-      // answer is sent once the account is back (or expires at its TTL).
-      if (failure.kind === "transient" && failure.details.retry_after !== undefined && token) {
-        const waitMs = Math.max(1, failure.details.retry_after) * 1000;
-        await o.deliveries.markWaiting(deliveryId, attempt, `${failure.description}; retrying in ${waitMs / 1000} s`, waitMs);
-        o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery waits for the platform");
-        return delayJob(job, token, waitMs);
-      }
       if (failure.kind === "permanent") {
         o.logger.warn(context, "delivery failed permanently");
         return failForGood(deliveryId, failure.description, attempt);
+      }
+      // The platform refuses every send until an operator acts (a Milky account logged
+      // out): the row says why it waits, and the job comes back without using an attempt,
+      // so the answer goes out once the account is back, or fails at the bound. A part that
+      // may be out already is listed as uncertain first, below.
+      if (failure.kind === "transient" && failure.details.unavailable && !failure.details.outcome_unknown && token) {
+        const holdMs = Math.max(1, failure.details.retry_after ?? 30) * 1000;
+        const maxWaitMs = o.unavailableMaxWaitMs ?? DEFAULT_UNAVAILABLE_MAX_WAIT_MS;
+        const waited = await o.deliveries.markUnavailable(deliveryId, attempt, {
+          waitingError: `${failure.description}; trying again every ${holdMs / 1000} s`,
+          failedError: `${failure.description}; gave up after waiting ${formatDuration(maxWaitMs)} for the platform`,
+          holdMs,
+          maxWaitMs,
+        });
+        if (!waited) return "already_done";
+        if (waited.kind === "failed") {
+          o.logger.warn(context, "delivery failed: the platform stayed unavailable");
+          throw new PermanentJobError(failure.description);
+        }
+        o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery waits for the platform");
+        return delayJob(job, token, waited.waitMs);
       }
       const attempts = job.opts.attempts ?? 1;
       const lastAttempt = job.attemptsMade + 1 >= attempts;
@@ -184,6 +208,10 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     if (!finished) await throughOutage(deliveryId, "the finished send", () => o.deliveries.markSent(deliveryId, attempt));
     return "sent";
   };
+}
+
+function formatDuration(ms: number): string {
+  return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`;
 }
 
 /** The platform accepted part `index` and the ledger did not take the record in time. */

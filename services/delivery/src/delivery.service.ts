@@ -18,6 +18,8 @@ export interface DeliveryServiceOptions {
   clock: Clock;
   /** Job lock, `sending` takeover, record retries and sweeps, all from one lease (`recoveryTimings`). */
   timings: RecoveryTimings;
+  /** How long a delivery waits for an unavailable platform (a logged-out Milky account); see `createDeliverMessageHandler`. */
+  unavailableMaxWaitMs?: number;
   logger: Logger;
 }
 
@@ -37,6 +39,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
         clock: o.clock,
         timings: o.timings,
         logger: o.logger,
+        ...(o.unavailableMaxWaitMs !== undefined ? { unavailableMaxWaitMs: o.unavailableMaxWaitMs } : {}),
       }),
       // Best effort: a lost or failed indicator is not worth a retry or a log line above debug.
       "chat.action": async ({ target, action }) => {

@@ -139,7 +139,7 @@ describe("launcher environment: Milky instances", () => {
       "  MILKY_BASE_URL: must be an http:// or https:// URL",
       '  MILKY_EVENT_TRANSPORT: Invalid option: expected one of "websocket"|"sse"|"webhook"',
     ]);
-    expect(issues({ NAHIDA_CHANNELS: "milky,qq:milky", MILKY_BASE_URL: "http://h:1", QQ_BASE_URL: "http://h:1", QQ_EVENT_TRANSPORT: "webhook" })).toEqual([
+    expect(issues({ NAHIDA_CHANNELS: "milky,qq:milky", MILKY_BASE_URL: "http://h:1", QQ_BASE_URL: "http://H:1/", QQ_EVENT_TRANSPORT: "webhook" })).toEqual([
       "  QQ_BASE_URL: is the same Milky implementation as MILKY_BASE_URL",
       "  QQ_ACCESS_TOKEN: is required when QQ_EVENT_TRANSPORT=webhook (pushes are checked against it)",
     ]);

@@ -42,6 +42,8 @@ const fixedEnvSchema = z.object({
   NAHIDA_SERVICES: serviceList.optional(),
   /** Platform sends running at the same time in one delivery process. */
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** How long a delivery waits, from its creation, while its platform refuses every send (a logged-out Milky account) before it fails. Default 1 hour. */
+  DELIVERY_UNAVAILABLE_MAX_WAIT_MS: positiveMs.optional(),
   /** How long SIGTERM waits for running work before exiting anyway. */
   NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
 });

@@ -181,6 +181,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         concurrency: env.DELIVERY_CONCURRENCY,
         clock,
         timings,
+        ...(env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS ? { unavailableMaxWaitMs: env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS } : {}),
         logger: logger.child({ component: "delivery" }),
       });
       logger.info({ channels: registry.channels() }, "delivery started");

@@ -234,6 +234,37 @@ export class DeliveryRepository {
        WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'`;
   }
 
+  /**
+   * The platform refuses sends until an operator acts (a logged-out account): back to
+   * `queued` with the chat held for `holdMs`, like a rate limit, but only while the row is
+   * younger than `maxWaitMs` (from its creation, by the database's clock); the hold is cut
+   * to what is left of that, and a row past it is failed with `failedError` instead. This
+   * bounds rows a TTL does not: those with parts out already, and those without a TTL.
+   * Null when the claim is no longer this attempt's.
+   */
+  async markUnavailable(
+    id: string,
+    attempt: number,
+    o: { waitingError: string; failedError: string; holdMs: number; maxWaitMs: number },
+  ): Promise<{ kind: "waiting"; waitMs: number } | { kind: "failed" } | null> {
+    const rows = await this.prisma.$queryRaw<{ status: string; wait_ms: number | null }[]>`
+      WITH cur AS (
+        SELECT id, created_at + ${o.maxWaitMs} * interval '1 millisecond' - now() AS left_over FROM deliveries
+         WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending'
+      )
+      UPDATE deliveries d
+         SET status = CASE WHEN cur.left_over > interval '0' THEN 'queued' ELSE 'failed' END,
+             error = CASE WHEN cur.left_over > interval '0' THEN ${o.waitingError} ELSE ${o.failedError} END,
+             updated_at = now(),
+             not_before = CASE WHEN cur.left_over > interval '0' THEN now() + LEAST(${o.holdMs} * interval '1 millisecond', cur.left_over) ELSE d.not_before END
+        FROM cur
+       WHERE d.id = cur.id
+      RETURNING d.status, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (d.not_before - now())) * 1000))::int AS wait_ms`;
+    const row = rows[0];
+    if (!row) return null;
+    return row.status === "failed" ? { kind: "failed" } : { kind: "waiting", waitMs: row.wait_ms ?? o.holdMs };
+  }
+
   /** Expires a delivery that is still waiting after its TTL. */
   async expireIfDue(id: string): Promise<boolean> {
     const n = await this.prisma.$executeRaw`
