@@ -9,7 +9,7 @@ import { spawnTsProcess, type SpawnedProcess } from "./processes";
 
 const MAIN = "services/launcher/src/main.ts";
 
-export type Role = "ingress-telegram" | "agent-worker" | "delivery" | "scheduler";
+export type Role = "ingress-telegram" | "ingress-milky" | "agent-worker" | "delivery" | "scheduler";
 
 export interface Replica {
   role: Role;
