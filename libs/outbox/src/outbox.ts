@@ -182,9 +182,13 @@ export class Outbox {
     return ok(sent);
   }
 
-  /** Enqueues the send jobs of committed rows; the job id is the row id, so a repeat is harmless. */
+  /**
+   * Enqueues the send jobs of committed rows, in one round trip; the job id is the row id,
+   * so a repeat is harmless.
+   */
   async dispatch(deliveryIds: readonly string[]): Promise<void> {
-    for (const deliveryId of deliveryIds) await this.o.queue.add("delivery.send", { deliveryId }, { jobId: deliveryId });
+    if (deliveryIds.length === 1) await this.o.queue.add("delivery.send", { deliveryId: deliveryIds[0]! }, { jobId: deliveryIds[0]! });
+    else await this.o.queue.addBulk(deliveryIds.map((deliveryId) => ({ name: "delivery.send" as const, payload: { deliveryId }, options: { jobId: deliveryId } })));
   }
 
   private replay(existing: Delivery, request: OutboxRequest): Result<OutboxSent, OutboxError> {
