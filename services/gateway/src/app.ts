@@ -9,7 +9,7 @@ import { errorHandlerPlugin } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
 import { cronRoutes } from "./routes/cron/cron.route";
-import { deliveryRoutes } from "./routes/deliveries/deliveries.route";
+import { deliveryRoutes, type DeliveryRouteOptions } from "./routes/deliveries/deliveries.route";
 import { healthRoutes, type ReadinessProbe } from "./routes/health/health.route";
 import { sendRoutes } from "./routes/send/send.route";
 import { sessionRoutes } from "./routes/sessions/sessions.route";
@@ -24,6 +24,8 @@ export interface ApiOptions {
   cron: CronRepository;
   cronJobs: CronJobs;
   send: SendService;
+  /** `POST /api/deliveries/:id/retry`: the outbox's retry. */
+  retryDelivery: DeliveryRouteOptions["retry"];
   /** Shared Redis for the per-token rate limit. */
   redis: Redis;
   prefix: string;
@@ -54,7 +56,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(authPlugin, { tokens: tokenCache });
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });
-  await fastify.register(deliveryRoutes, { deliveries: api.deliveries });
+  await fastify.register(deliveryRoutes, { deliveries: api.deliveries, retry: api.retryDelivery });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });

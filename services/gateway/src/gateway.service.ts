@@ -71,6 +71,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       prefix: options.prefix,
       rateLimitPerMinute: options.rateLimitPerMinute,
       send: createSendService({ outbox: options.outbox }),
+      retryDelivery: (id) => options.outbox.retry(id),
     },
   });
   const address = await server.listen({ host: options.host, port: options.port });
