@@ -4,6 +4,7 @@ import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
 import type { Outbox } from "@nahida/outbox";
 import type { Logger } from "@nahida/observability";
+import { pingRedis } from "@nahida/queue";
 import { app } from "./app";
 import { createSendService } from "./services/send.service";
 
@@ -31,21 +32,6 @@ export interface RunningGateway {
   /** Where it listens, e.g. http://127.0.0.1:8080 */
   address: string;
   stop(): Promise<void>;
-}
-
-async function pingRedis(redis: Redis, timeoutMs: number): Promise<{ ok: true } | { ok: false; reason: string }> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    await Promise.race([redis.ping(), timeout]);
-    return { ok: true };
-  } catch (error) {
-    return { ok: false, reason: `redis unreachable: ${(error as Error).message}` };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {

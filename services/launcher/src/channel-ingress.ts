@@ -1,4 +1,5 @@
 import { ChannelStartError, type ChannelIngressDeps, type ChannelInstance, type RunningChannelIngress } from "@nahida/channels";
+import type { Readiness } from "@nahida/contracts";
 import { ingressKind, instanceEnvPrefix, type IngressServiceName } from "./channel-instances.env";
 import { channelModule } from "./channel-modules";
 import { PreflightError } from "./preflight";
@@ -12,10 +13,11 @@ export async function startChannelIngress(
   service: IngressServiceName,
   instances: readonly ChannelInstance[],
   deps: ChannelIngressDeps,
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; readiness(): Promise<Readiness> }> {
   const kind = ingressKind(service);
   const module = channelModule(kind);
   const started: RunningChannelIngress[] = [];
+  const names: string[] = [];
   const stop = async () => {
     await Promise.all(started.map((ingress) => ingress.stop()));
   };
@@ -23,6 +25,7 @@ export async function startChannelIngress(
     try {
       const ingress = await module.startIngress(instance, deps);
       started.push(ingress);
+      names.push(instance.name);
       deps.logger.info({ channel: instance.name, kind, ...ingress.describe }, "channel ingress started");
     } catch (error) {
       await stop().catch(() => undefined);
@@ -30,5 +33,13 @@ export async function startChannelIngress(
       throw error;
     }
   }
-  return { stop };
+  // Ready when every instance is; the first that is not names itself.
+  const readiness = async (): Promise<Readiness> => {
+    for (const [index, ingress] of started.entries()) {
+      const state = (await ingress.readiness?.()) ?? { ok: true };
+      if (!state.ok) return { ok: false, reason: `${names[index]}: ${state.reason}` };
+    }
+    return { ok: true };
+  };
+  return { stop, readiness };
 }

@@ -42,6 +42,10 @@ const fixedEnvSchema = z.object({
   NAHIDA_SERVICES: serviceList.optional(),
   /** Platform sends running at the same time in one delivery process. */
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** The probe listener (`/health`, `/ready`) of this process; off unless set. */
+  NAHIDA_HEALTH_PORT: z.coerce.number({ message: "must be a port number" }).int().min(1).max(65535).optional(),
+  /** Where the probe listener listens (`0.0.0.0` in containers, so the orchestrator reaches it). */
+  NAHIDA_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /** How long SIGTERM waits for running work before exiting anyway. */
   NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
 });

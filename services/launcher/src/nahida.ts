@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { createOpenAiLlm, startAgentWorker, type ToolDefinition } from "@nahida/agent-worker";
-import { DEFAULT_LEASE_MS, recoveryTimings, systemClock } from "@nahida/contracts";
+import { DEFAULT_LEASE_MS, recoveryTimings, systemClock, type Readiness } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
@@ -12,23 +12,28 @@ import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
-import { createQueues, createRedis } from "@nahida/queue";
+import { createQueues, createRedis, pingRedis } from "@nahida/queue";
 import { startScheduler } from "@nahida/scheduler";
 import { startChannelIngress } from "./channel-ingress";
 import type { IngressServiceName } from "./channel-instances.env";
 import { channelModule } from "./channel-modules";
+import { startHealthListener } from "./health-listener";
 import { isIngressService, type LauncherEnv, type ServiceName } from "./launcher.env";
 import { PreflightError, checkRedis, preparePostgres } from "./preflight";
 
 interface Stoppable {
   name: string;
   stop(): Promise<void>;
+  /** The service's own readiness, on the probe listener; none means ready once started. */
+  readiness?(): Promise<Readiness> | Readiness;
 }
 
 export interface RunningNahida {
   services: ServiceName[];
   /** http://host:port of the gateway, when it runs. */
   gatewayAddress?: string;
+  /** http://host:port of the probe listener, when NAHIDA_HEALTH_PORT is set. */
+  healthAddress?: string;
   db: Database;
   stop(): Promise<void>;
 }
@@ -92,7 +97,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
       leadershipTtlMs: timings.leadershipTtlMs,
     });
-    return { name, stop: ingress.stop };
+    return { name, stop: ingress.stop, readiness: ingress.readiness };
   };
 
   const running: Stoppable[] = [];
@@ -115,7 +120,11 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       });
       result.gatewayAddress = gateway.address;
       logger.info({ address: gateway.address }, "gateway listening");
-      return { name: "gateway", stop: gateway.stop };
+      return {
+        name: "gateway",
+        stop: gateway.stop,
+        readiness: () => (gateway.server.server.listening ? { ok: true } : { ok: false, reason: "the gateway is not listening" }),
+      };
     },
     "agent-worker": async () => {
       const llmConfigured = env.OPENAI_BASE_URL !== undefined || env.OPENAI_API_KEY !== undefined;
@@ -151,7 +160,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger: logger.child({ component: "agent-worker" }),
       });
       if (!llmConfigured) logger.warn("no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
-      return { name: "agent-worker", stop: worker.stop };
+      return { name: "agent-worker", stop: worker.stop, readiness: worker.readiness };
     },
     scheduler: async () => {
       const scheduler = startScheduler({
@@ -169,7 +178,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         maxFailures: env.SCHEDULER_MAX_FAILURES,
       });
       logger.info("scheduler started");
-      return { name: "scheduler", stop: scheduler.stop };
+      return { name: "scheduler", stop: scheduler.stop, readiness: scheduler.readiness };
     },
     delivery: async () => {
       const delivery = await startDelivery({
@@ -184,7 +193,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger: logger.child({ component: "delivery" }),
       });
       logger.info({ channels: registry.channels() }, "delivery started");
-      return { name: "delivery", stop: delivery.stop };
+      return { name: "delivery", stop: delivery.stop, readiness: delivery.readiness };
     },
   };
 
@@ -195,6 +204,22 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   };
   try {
     for (const name of env.NAHIDA_SERVICES) running.push(await (isIngressService(name) ? startIngress(name) : starters[name]()));
+    if (env.NAHIDA_HEALTH_PORT !== undefined) {
+      const health = await startHealthListener({
+        host: env.NAHIDA_HEALTH_HOST,
+        port: env.NAHIDA_HEALTH_PORT,
+        probes: [
+          // Postgres answers and every migration is applied.
+          { name: "postgres", check: () => db.checkReady() },
+          { name: "redis", check: () => pingRedis(redis, 2_000) },
+          ...running.map((service) => ({ name: service.name, check: () => service.readiness?.() ?? { ok: true as const } })),
+        ],
+        logger,
+      });
+      result.healthAddress = health.address;
+      // First to stop: an orchestrator sees the process go away before its services do.
+      running.unshift({ name: "health", stop: health.stop });
+    }
   } catch (error) {
     for (const service of running.reverse()) await service.stop().catch(() => undefined);
     await closeClients();
