@@ -1,4 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
@@ -23,6 +24,8 @@ export interface GatewayOptions {
   logger: Logger;
   prefix: string;
   rateLimitPerMinute: number;
+  /** The queues bull-board shows under /admin/queues; no dashboard without them. */
+  dashboard?: { queues: readonly Queue[]; readOnly: boolean };
   /** NAHIDA_API_TOKEN: bootstraps one admin token. */
   bootstrapToken?: string;
 }
@@ -58,6 +61,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       rateLimitPerMinute: options.rateLimitPerMinute,
       send: createSendService({ outbox: options.outbox }),
       retryDelivery: (id) => options.outbox.retry(id),
+      ...(options.dashboard ? { queueDashboard: options.dashboard } : {}),
     },
   });
   const address = await server.listen({ host: options.host, port: options.port });

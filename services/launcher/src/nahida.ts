@@ -116,6 +116,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger: logger.child({ component: "gateway" }),
         prefix,
         rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
+        ...(env.NAHIDA_QUEUE_DASHBOARD !== "off"
+          ? { dashboard: { queues: Object.values(queues).map((q) => q.queue), readOnly: env.NAHIDA_QUEUE_DASHBOARD === "read-only" } }
+          : {}),
         ...(env.NAHIDA_API_TOKEN ? { bootstrapToken: env.NAHIDA_API_TOKEN } : {}),
       });
       result.gatewayAddress = gateway.address;
