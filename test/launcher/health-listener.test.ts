@@ -70,9 +70,9 @@ describe("probe listener of every role (NAHIDA_HEALTH_PORT)", () => {
     expect((await fetch(`${gateway}/api/health`)).status).toBe(200);
     // A request that is logged, sent after the probes: once its line is out, theirs would be too.
     expect((await fetch(`${gateway}/api/marker-after-probes`)).status).toBe(404);
-    await waitFor(async () => proc.output().includes("/api/marker-after-probes"), 10_000, "the marker request in the log");
-    expect(proc.output()).not.toContain("/api/ready");
-    expect(proc.output()).not.toContain("/api/health");
+    await waitFor(async () => proc.output().includes('"url":"/api/marker-after-probes"'), 10_000, "the marker request in the log");
+    expect(proc.output()).not.toContain('"url":"/api/ready"');
+    expect(proc.output()).not.toContain('"url":"/api/health"');
   });
 
   it("counts a Telegram follower as ready, and the leader only while getUpdates answers", async () => {

@@ -26,7 +26,11 @@ export async function startChannelIngress(
       const ingress = await module.startIngress(instance, deps);
       started.push(ingress);
       names.push(instance.name);
-      deps.logger.info({ channel: instance.name, kind, ...ingress.describe }, "channel ingress started");
+      const details = Object.entries(ingress.describe ?? {}).filter(([, value]) => value !== undefined);
+      deps.logger.info(
+        { channel: instance.name, kind, ...ingress.describe },
+        `${service}: ${instance.name}${instance.name === kind ? "" : ` (${kind})`}${details.map(([key, value]) => ` · ${key} ${value}`).join("")}`,
+      );
     } catch (error) {
       await stop().catch(() => undefined);
       if (error instanceof ChannelStartError) throw new PreflightError(instanceEnvPrefix(instance.name) + error.variable, error.message);

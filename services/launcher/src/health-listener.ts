@@ -21,13 +21,13 @@ export interface RunningHealthListener {
  * The probe port of a process (`NAHIDA_HEALTH_PORT`), whatever roles it runs, so an
  * orchestrator can probe a delivery or an agent-worker that serves no HTTP otherwise:
  * `/health` answers while the process runs, `/ready` while every probe passes (503 with
- * each probe's answer otherwise). Probes come every few seconds: their requests are not
- * logged.
+ * each probe's answer otherwise). Probes come every few seconds: their requests are
+ * logged only at warn and above.
  */
 export async function startHealthListener(o: HealthListenerOptions): Promise<RunningHealthListener> {
-  const server = Fastify({ loggerInstance: o.logger.child({ scope: "health" }) as unknown as FastifyBaseLogger, disableRequestLogging: true });
-  server.get("/health", async () => ({ status: "ok" }));
-  server.get("/ready", async (_request, reply) => {
+  const server = Fastify({ loggerInstance: o.logger.child({ scope: "health" }) as unknown as FastifyBaseLogger });
+  server.get("/health", { logLevel: "warn" }, async () => ({ status: "ok" }));
+  server.get("/ready", { logLevel: "warn" }, async (_request, reply) => {
     const report = await checkReadiness(o.probes);
     return reply.status(report.httpStatus).send(report.body);
   });

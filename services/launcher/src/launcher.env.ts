@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { baseEnvSchema, positiveMs } from "@nahida/config";
+import { baseEnvSchema, port, positiveMs } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import { gatewayEnvSchema } from "@nahida/gateway";
 import { schedulerEnvSchema } from "@nahida/scheduler";
@@ -43,7 +43,7 @@ const fixedEnvSchema = z.object({
   /** Platform sends running at the same time in one delivery process. */
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** The probe listener (`/health`, `/ready`) of this process; off unless set. */
-  NAHIDA_HEALTH_PORT: z.coerce.number({ message: "must be a port number" }).int().min(1).max(65535).optional(),
+  NAHIDA_HEALTH_PORT: port.optional(),
   /** Where the probe listener listens (`0.0.0.0` in containers, so the orchestrator reaches it). */
   NAHIDA_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /** How long SIGTERM waits for running work before exiting anyway. */

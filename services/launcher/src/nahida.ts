@@ -100,6 +100,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     return { name, stop: ingress.stop, readiness: ingress.readiness };
   };
 
+  if (env.channels.length === 0) {
+    logger.warn("no channel is configured: nothing is received or sent; set TELEGRAM_BOT_TOKEN or MILKY_BASE_URL (or NAHIDA_CHANNELS)");
+  }
   const running: Stoppable[] = [];
   const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, stop: async () => undefined };
   const starters: Record<Exclude<ServiceName, IngressServiceName>, () => Promise<Stoppable>> = {
@@ -122,7 +125,12 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         ...(env.NAHIDA_API_TOKEN ? { bootstrapToken: env.NAHIDA_API_TOKEN } : {}),
       });
       result.gatewayAddress = gateway.address;
-      logger.info({ address: gateway.address }, "gateway listening");
+      const a = gateway.address;
+      const dashboard = env.NAHIDA_QUEUE_DASHBOARD !== "off" ? ` · queues ${a}/admin/queues` : "";
+      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard} · ready ${a}/api/ready`);
+      if (!env.NAHIDA_API_TOKEN && (await repositories.tokens.list()).every((t) => t.revokedAt)) {
+        logger.warn("no API token is configured: the API refuses every request; set NAHIDA_API_TOKEN (an admin token) to use it");
+      }
       return {
         name: "gateway",
         stop: gateway.stop,
@@ -162,7 +170,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
       });
-      if (!llmConfigured) logger.warn("no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
+      if (llmConfigured) logger.info(`agent-worker: model ${env.OPENAI_MODEL} at ${new URL(env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").origin}, ${env.AGENT_CONCURRENCY} sessions at once`);
+      else logger.warn("agent-worker: no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
       return { name: "agent-worker", stop: worker.stop, readiness: worker.readiness };
     },
     scheduler: async () => {
@@ -180,7 +189,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         pollMs: env.SCHEDULER_POLL_MS,
         maxFailures: env.SCHEDULER_MAX_FAILURES,
       });
-      logger.info("scheduler started");
+      logger.info(`scheduler: polling every ${env.SCHEDULER_POLL_MS} ms at most, time zone ${env.NAHIDA_TIMEZONE}`);
       return { name: "scheduler", stop: scheduler.stop, readiness: scheduler.readiness };
     },
     delivery: async () => {
@@ -195,7 +204,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         timings,
         logger: logger.child({ component: "delivery" }),
       });
-      logger.info({ channels: registry.channels() }, "delivery started");
+      logger.info({ channels: registry.channels() }, `delivery: sending to ${registry.channels().join(", ") || "no channel"}, ${env.DELIVERY_CONCURRENCY} at once`);
       return { name: "delivery", stop: delivery.stop, readiness: delivery.readiness };
     },
   };
@@ -220,6 +229,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger,
       });
       result.healthAddress = health.address;
+      logger.info({ address: health.address }, `probes: live ${health.address}/health · ready ${health.address}/ready`);
       // First to stop: an orchestrator sees the process go away before its services do.
       running.unshift({ name: "health", stop: health.stop });
     }
