@@ -66,6 +66,37 @@ describe("nahida CLI", () => {
     expect(usage.stderr).toContain("send needs --target");
   });
 
+  it("lists failed deliveries and retries one", async () => {
+    const chat = 720000003;
+    h.telegram.failNext("sendMessage", { status: 400, description: "Bad Request: chat not found" }, { chatId: chat });
+    const sent = await nahida(["send", "--target", `telegram:private:${chat}`, "--wait", "disk", "full"], env);
+    expect(sent.code).toBe(1);
+    const failed = JSON.parse(sent.stdout);
+    expect(failed).toMatchObject({ status: "failed", error: "Bad Request: chat not found" });
+
+    const listed = await nahida(["deliveries", "list", "--status", "failed", "--target", `telegram:private:${chat}`], env);
+    expect(listed.stderr).toBe("");
+    expect(JSON.parse(listed.stdout)).toMatchObject({ total: 1, deliveries: [{ id: failed.id, status: "failed" }] });
+    const retried = await nahida(["deliveries", "retry", failed.id], env);
+    expect(JSON.parse(retried.stdout)).toMatchObject({ id: failed.id, status: "queued" });
+    await waitFor(async () => {
+      const got = JSON.parse((await nahida(["deliveries", "get", failed.id], env)).stdout);
+      return got.status === "sent" ? got : undefined;
+    }, 20_000, "the retried delivery to be sent");
+    expect(h.telegram.sent(chat).map((c) => c.params.text)).toEqual(["disk full", "disk full"]);
+
+    const again = await nahida(["deliveries", "retry", failed.id], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^nahida: 409 conflict: delivery .* is sent; only a failed or expired one can be retried/);
+    const bad = await nahida(["deliveries", "list", "--status", "lost"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^nahida: 400 bad_request: .*status/);
+    const usage = await nahida(["deliveries", "retry"], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("deliveries retry needs a delivery id");
+    expect((await nahida(["deliveries", "list", "--limit", "many"], env)).stderr).toContain("--limit must be a whole number");
+  });
+
   it("creates, lists, runs, updates and deletes cron jobs", async () => {
     const created = await nahida(["cron", "create", "--name", "nightly", "--target", "telegram:private:720000002", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--text", "backup done?"], env);
     expect(created.stderr).toBe("");

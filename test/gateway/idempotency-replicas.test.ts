@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { startHarness, TEST_BOT_TOKEN, type Harness } from "../support/nahida-harness";
-import { TEST_REDIS_URL, waitFor } from "../support/infra";
-import { freePort } from "../support/ports";
-import { spawnTsProcess, type SpawnedProcess } from "../support/processes";
+import { spawnGatewayReplica, startHarness, type Harness } from "../support/nahida-harness";
+import { waitFor } from "../support/infra";
+import type { SpawnedProcess } from "../support/processes";
 import { TOKEN_CACHE_MS } from "@nahida/gateway";
 import { apiClient } from "./api-client";
 
@@ -15,24 +14,9 @@ describe("Idempotency-Key across two gateway processes", () => {
   let secondBase: string;
   beforeAll(async () => {
     h = await startHarness("api_replicas", { NAHIDA_API_TOKEN: ADMIN });
-    const port = await freePort();
-    second = await spawnTsProcess(
-      "services/launcher/src/main.ts",
-      {
-        DATABASE_URL: h.databaseUrl,
-        REDIS_URL: TEST_REDIS_URL,
-        NAHIDA_QUEUE_PREFIX: h.prefix,
-        NAHIDA_SERVICES: "gateway",
-        GATEWAY_PORT: String(port),
-        NAHIDA_API_TOKEN: ADMIN,
-        TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,
-        TELEGRAM_API_ROOT: h.telegram.apiRoot,
-        NAHIDA_WORKSPACE_DIR: h.workspaceDir,
-        LOG_LEVEL: "info",
-      },
-      { readyText: "nahida started", timeoutMs: 45_000 },
-    );
-    secondBase = `http://127.0.0.1:${port}`;
+    const replica = await spawnGatewayReplica(h, ADMIN);
+    second = replica.process;
+    secondBase = replica.base;
   });
   afterAll(async () => {
     second?.kill("SIGTERM");

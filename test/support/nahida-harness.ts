@@ -8,6 +8,7 @@ import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "./infra";
 import { freePort } from "./ports";
+import { spawnTsProcess, type SpawnedProcess } from "./processes";
 
 export const TEST_BOT_TOKEN = "7000000001:TEST-token_abc";
 
@@ -67,6 +68,31 @@ export async function startHarness(label: string, env: Record<string, string> = 
       await dropDatabase(url.toString());
     },
   };
+}
+
+/**
+ * Another gateway process on the harness's database and queues, as a second replica behind
+ * a load balancer; resolves once it has started, with its base URL.
+ */
+export async function spawnGatewayReplica(h: Harness, apiToken: string): Promise<{ process: SpawnedProcess; base: string }> {
+  const port = await freePort();
+  const child = await spawnTsProcess(
+    "services/launcher/src/main.ts",
+    {
+      DATABASE_URL: h.databaseUrl,
+      REDIS_URL: TEST_REDIS_URL,
+      NAHIDA_QUEUE_PREFIX: h.prefix,
+      NAHIDA_SERVICES: "gateway",
+      GATEWAY_PORT: String(port),
+      NAHIDA_API_TOKEN: apiToken,
+      TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,
+      TELEGRAM_API_ROOT: h.telegram.apiRoot,
+      NAHIDA_WORKSPACE_DIR: h.workspaceDir,
+      LOG_LEVEL: "info",
+    },
+    { readyText: "nahida started", timeoutMs: 45_000 },
+  );
+  return { process: child, base: `http://127.0.0.1:${port}` };
 }
 
 /** Waits until the fake Telegram has recorded `count` sends (messages, photos, documents) to a chat. */

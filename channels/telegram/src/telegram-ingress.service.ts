@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger } from "fastify";
 import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
 import { ChannelStartError } from "@nahida/channels";
-import { isChannelName, recoveryTimings } from "@nahida/contracts";
+import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
 import { errorHandlerPlugin } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
@@ -42,6 +42,8 @@ export interface RunningTelegramIngress {
   /** Where the webhook listens (webhook mode). */
   webhookAddress?: string;
   poller?: TelegramPoller;
+  /** Polling: the poller's ({@link TelegramPoller.readiness}); webhook: while the receiver listens. */
+  readiness(): Promise<Readiness>;
   stop(): Promise<void>;
 }
 
@@ -86,7 +88,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
       logger,
     });
     poller.start();
-    return { bot, poller, stop: () => poller.stop() };
+    return { bot, poller, readiness: () => poller.readiness(), stop: () => poller.stop() };
   }
 
   if (!o.webhook) throw new ChannelStartError("WEBHOOK_SECRET", "webhook mode needs a webhook secret");
@@ -107,5 +109,10 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
     });
     logger.info({ url: webhook.publicUrl }, "telegram webhook registered");
   }
-  return { bot, webhookAddress: address, stop: () => server.close() };
+  return {
+    bot,
+    webhookAddress: address,
+    readiness: async () => (server.server.listening ? { ok: true } : { ok: false, reason: "the webhook receiver is not listening" }),
+    stop: () => server.close(),
+  };
 }

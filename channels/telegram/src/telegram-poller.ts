@@ -1,6 +1,7 @@
 import { GrammyError, HttpError, type Api } from "grammy";
 import type { Update } from "grammy/types";
 import type { Redis } from "ioredis";
+import type { Readiness } from "@nahida/contracts";
 import type { Logger } from "@nahida/observability";
 import { LeaderLoop, sleep, type RedisLeadership } from "@nahida/queue";
 import { TELEGRAM_ALLOWED_UPDATES, logUpdateOutcome, type AcceptUpdate } from "./telegram-update.handler";
@@ -35,6 +36,7 @@ type GrammySignal = Parameters<Api["getUpdates"]>[1];
  */
 export class TelegramPoller {
   private readonly loop: LeaderLoop;
+  private lastPollFailed = false;
 
   constructor(private readonly o: TelegramPollerOptions) {
     this.loop = new LeaderLoop({ leadership: o.leadership, role: "the Telegram poller for this bot", logger: o.logger, lead: (signal) => this.lead(signal) });
@@ -46,6 +48,23 @@ export class TelegramPoller {
 
   start(): void {
     this.loop.start();
+  }
+
+  /**
+   * The leader is ready while its last getUpdates was answered; a follower while another
+   * replica holds the poller lease. Nobody holding it (a leader just died, or this replica
+   * has not tried yet) is not ready: no update is taken until someone does.
+   */
+  async readiness(): Promise<Readiness> {
+    if (this.loop.isLeader) return this.lastPollFailed ? { ok: false, reason: "getUpdates is failing" } : { ok: true };
+    switch (await this.o.leadership.holder()) {
+      case "other":
+        return { ok: true };
+      case "self":
+        return { ok: false, reason: "the poller lease is ours but polling has not begun" };
+      case "none":
+        return { ok: false, reason: "no replica holds the Telegram poller lease" };
+    }
   }
 
   /** Stops polling and gives up the leadership at once, so another replica takes over now. */
@@ -73,9 +92,11 @@ export class TelegramPoller {
         );
         answeredAfterMs = performance.now() - startedAt;
         pollFailures = 0;
+        this.lastPollFailed = false;
       } catch (error) {
         if (signal.aborted) break;
         pollFailures++;
+        this.lastPollFailed = true;
         if (error instanceof GrammyError && error.error_code === 409) {
           logger.warn({ description: error.description }, "getUpdates conflict: another poller or a webhook is active");
         } else if (error instanceof GrammyError || error instanceof HttpError) {

@@ -66,6 +66,6 @@ export const telegramChannel: ChannelModule<TelegramEnv> = {
           }
         : {}),
     });
-    return { stop: ingress.stop, describe: { bot: ingress.bot.username, mode: c.MODE, webhook: ingress.webhookAddress } };
+    return { stop: ingress.stop, readiness: ingress.readiness, describe: { bot: ingress.bot.username, mode: c.MODE, webhook: ingress.webhookAddress } };
   },
 };

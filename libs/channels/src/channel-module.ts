@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { z } from "zod";
+import type { Readiness } from "@nahida/contracts";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import type { ChannelSender } from "./channel-sender";
@@ -38,6 +39,12 @@ export interface ChannelIngressDeps {
 export interface RunningChannelIngress {
   /** Stops taking platform events; resolves once the ones in flight are stored. */
   stop(): Promise<void>;
+  /**
+   * Ready when it takes the platform's events: it holds its connection (a long poll, an
+   * event stream, a listening webhook), or knows another replica holds it. Without it, a
+   * started ingress counts as ready.
+   */
+  readiness?(): Promise<Readiness>;
   /** Fields for the start log line (account, mode, listen address); never a secret. */
   describe?: Record<string, string | number | undefined>;
 }

@@ -55,6 +55,8 @@ export const baseEnvSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 characters of letters, digits, _ . -")
     .default("nahida"),
   LOG_LEVEL: LogLevel.default("info"),
+  /** `json` (default): one JSON object a line, for collectors; `pretty`: coloured human lines, for a terminal. */
+  LOG_FORMAT: z.enum(["json", "pretty"]).default("json"),
   /** Postgres connections one process keeps at most; replicas × this must stay under the server's max_connections. */
   DATABASE_POOL_SIZE: z.coerce.number({ message: "must be a number" }).int().min(1).max(200).default(10),
   /**

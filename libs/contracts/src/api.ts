@@ -86,6 +86,21 @@ export const Paging = z.object({
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
 
+export const DeliveryListQuery = z
+  .strictObject({
+    ...Paging.shape,
+    status: DeliveryStatus.optional(),
+    target: ChatAddressString.optional().describe("only deliveries to this chat address"),
+    source: noNul(z.string().min(1).max(200)).optional().describe("only deliveries from this source: api, agent, command, cron:<job id>, ..."),
+    since: z.iso.datetime({ offset: true }).optional().describe("only deliveries created at or after this instant"),
+    until: z.iso.datetime({ offset: true }).optional().describe("only deliveries created before this instant"),
+  })
+  .refine((q) => !q.since || !q.until || Date.parse(q.since) < Date.parse(q.until), { message: "since must be before until", path: ["until"] });
+
+export const DeliveryList = z
+  .object({ deliveries: z.array(DeliveryView), total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
+  .meta({ id: "DeliveryList" });
+
 export const SessionListQuery = z.strictObject({
   ...Paging.shape,
   channel: z.string().regex(/^[a-z][a-z0-9_-]*$/, "must be a channel name such as telegram").optional(),

@@ -11,3 +11,4 @@ export * from "./clock";
 export * from "./recovery";
 export * from "./well-formed";
 export * from "./cron";
+export * from "./readiness";

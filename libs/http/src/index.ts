@@ -1,1 +1,2 @@
 export * from "./error-handler.plugin";
+export * from "./readiness";

@@ -1,8 +1,8 @@
 import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { isOutage, type Tx } from "@nahida/db";
-import { recoveryTimings, type LaneMode, type RecoveryTimings } from "@nahida/contracts";
-import { createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
+import { recoveryTimings, type LaneMode, type Readiness, type RecoveryTimings } from "@nahida/contracts";
+import { consumerReadiness, createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
 import { startLaneSweeper } from "./lane.sweeper";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
 
@@ -193,6 +193,11 @@ export class LaneRuntime {
       graceMs: this.o.timings.laneSweepMs,
       logger: this.options.logger,
     });
+  }
+
+  /** Ready while its consumer of the `lanes` queue takes wake-ups. */
+  readiness(): Readiness {
+    return consumerReadiness(this.worker, "lanes");
   }
 
   /**

@@ -1,15 +1,18 @@
 import pino, { type Logger } from "pino";
+import pretty from "pino-pretty";
 
 export type { Logger };
 
 export interface LoggerOptions {
   level: string;
   service: string;
+  /** `json` (default): a JSON object a line; `pretty`: human lines, coloured on a terminal. */
+  format?: "json" | "pretty";
 }
 
-/** Structured JSON logs on stdout; secrets are redacted by key name wherever they appear. */
+/** Structured logs on stdout; secrets are redacted by key name wherever they appear. */
 export function createLogger(options: LoggerOptions): Logger {
-  return pino({
+  const settings = {
     level: options.level,
     base: { service: options.service, pid: process.pid },
     redact: {
@@ -17,5 +20,9 @@ export function createLogger(options: LoggerOptions): Logger {
       censor: "[redacted]",
     },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  if (options.format !== "pretty") return pino(settings);
+  // In this thread rather than a transport worker: a terminal's log volume is small, and a
+  // line written just before exit is never lost.
+  return pino(settings, pretty({ colorize: Boolean(process.stdout.isTTY), translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", sync: true }));
 }

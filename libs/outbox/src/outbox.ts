@@ -191,6 +191,31 @@ export class Outbox {
     else await this.o.queue.addBulk(deliveryIds.map((deliveryId) => ({ name: "delivery.send" as const, payload: { deliveryId }, options: { jobId: deliveryId } })));
   }
 
+  /**
+   * One more attempt for a failed or expired delivery, on the same row: it goes back to
+   * `queued` with a fresh TTL (once, however many callers race; see
+   * {@link DeliveryRepository.requeue}) and its job is revived. Parts the platform accepted
+   * before are not sent again. A job still finishing its last attempt (the row was failed
+   * a moment ago) is left alone; the delivery sweeper revives it once it has failed.
+   */
+  async retry(deliveryId: string): Promise<Result<Delivery, OutboxError>> {
+    const expiresAt = new Date(this.o.clock.now().getTime() + this.o.deliveryTtlMs);
+    const requeued = await this.o.deliveries.requeue(deliveryId, expiresAt);
+    switch (requeued.kind) {
+      case "missing":
+        return err({ code: "not_found", message: `delivery ${deliveryId} does not exist` });
+      case "not_retryable":
+        return err({ code: "conflict", message: `delivery ${deliveryId} is ${requeued.delivery.status}; only a failed or expired one can be retried` });
+      case "requeued":
+        // The job id is the row id, and the old job is kept (completed or failed): adding
+        // it again would be a no-op, so it is revived instead.
+        // A failed enqueue (Redis away) loses nothing: the row is queued, and the delivery
+        // sweeper re-adds its job once it has waited `staleDeliveryMs`.
+        await this.o.queue.addOrRevive("delivery.send", { deliveryId }, deliveryId).catch(() => undefined);
+        return ok(requeued.delivery);
+    }
+  }
+
   private replay(existing: Delivery, request: OutboxRequest): Result<OutboxSent, OutboxError> {
     if (existing.requestHash !== requestHash(request)) {
       return err({ code: "conflict", message: "this Idempotency-Key was already used with a different request body" });

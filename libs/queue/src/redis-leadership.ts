@@ -28,6 +28,12 @@ export class RedisLeadership {
     return (await this.redis.eval(RENEW, 1, this.key, this.holderId, String(this.ttlMs))) === 1;
   }
 
+  /** Who holds the lease now: this holder, another replica, or nobody (it expired, or was never taken). */
+  async holder(): Promise<"self" | "other" | "none"> {
+    const current = await this.redis.get(this.key);
+    return current === null ? "none" : current === this.holderId ? "self" : "other";
+  }
+
   async release(): Promise<void> {
     await this.redis.eval(RELEASE, 1, this.key, this.holderId);
   }

@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from "ioredis";
+import type { Readiness } from "@nahida/contracts";
 
 export interface RedisConnectionOptions {
   url: string;
@@ -17,4 +18,20 @@ export function createRedis(options: RedisConnectionOptions): Redis {
     ...(options.connectionName ? { connectionName: options.connectionName } : {}),
   };
   return new Redis(options.url, redisOptions);
+}
+
+/** Redis readiness: a PING answered within `timeoutMs`. */
+export async function pingRedis(redis: Redis, timeoutMs: number): Promise<Readiness> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([redis.ping(), timeout]);
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, reason: `redis unreachable: ${(error as Error).message}` };
+  } finally {
+    clearTimeout(timer);
+  }
 }

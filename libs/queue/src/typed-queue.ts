@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import { jobCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName } from "@nahida/contracts";
+import { jobCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName, type Readiness } from "@nahida/contracts";
 
 export interface QueueOptions {
   /** Redis connection for producers (non-blocking commands). */
@@ -146,6 +146,15 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
   if (options.onFailed) worker.on("failed", options.onFailed);
   worker.on("error", options.onError ?? (() => undefined));
   return worker;
+}
+
+/** A consumer is ready while it runs and is not closing: it takes jobs from its queue. */
+export function consumerReadiness(worker: Worker | undefined, queue: QueueName): Readiness {
+  if (!worker) return { ok: false, reason: `the ${queue} consumer has not started` };
+  if (worker.closing) return { ok: false, reason: `the ${queue} consumer is closing` };
+  if (!worker.isRunning()) return { ok: false, reason: `the ${queue} consumer is not running` };
+  if (worker.isPaused()) return { ok: false, reason: `the ${queue} consumer is paused` };
+  return { ok: true };
 }
 
 export type Queues = { [Q in QueueName]: TypedQueue<Q> };

@@ -1,12 +1,12 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Clock, RecoveryTimings } from "@nahida/contracts";
+import type { Clock, Readiness, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneProducer, LaneRuntime, laneInterruptChannel } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
 import type { Logger } from "@nahida/observability";
 import type { Outbox } from "@nahida/outbox";
-import { createConsumer, type TypedQueue } from "@nahida/queue";
+import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
 import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
@@ -58,6 +58,8 @@ export interface AgentWorkerOptions {
 
 export interface RunningAgentWorker {
   lanes: LaneRuntime;
+  /** Ready while both its consumers run: inbound messages and lane wake-ups. */
+  readiness(): Readiness;
   stop(): Promise<void>;
 }
 
@@ -149,6 +151,10 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
 
   return {
     lanes,
+    readiness() {
+      const inbound = consumerReadiness(inboundWorker, "inbound");
+      return inbound.ok ? lanes.readiness() : inbound;
+    },
     async stop() {
       inboundSweep.stop();
       await inboundWorker.close();

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { CronCreateRequest, CronUpdateRequest } from "@nahida/contracts";
 import type { ApiRequest } from "./api.client";
 import { UsageError } from "./usage-error";
+import { idArgument, wholeNumber } from "./cli-args";
 
 export const CRON_USAGE = `  cron create --name NAME --target ADDRESS (--cron EXPR [--tz ZONE] | --every DURATION | --at ISO)
               (--text TEXT | --prompt TEXT [--session main|isolated|named:KEY] [--no-deliver])
@@ -43,11 +44,6 @@ export function parseDuration(value: string, option: string): number {
   return Number(match[1]) * UNITS[match[2] ?? "ms"]!;
 }
 
-function integer(value: string, option: string): number {
-  if (!/^\d+$/.test(value)) throw new UsageError(`${option} must be a whole number`);
-  return Number(value);
-}
-
 type JobValues = { [K in keyof typeof jobOptions]?: (typeof jobOptions)[K]["type"] extends "boolean" ? boolean : string };
 
 /** The request fields the options name; the server checks them (expression, zone, target, ...). */
@@ -76,18 +72,12 @@ function jobFields(values: JobValues): z.input<typeof CronUpdateRequest> {
     ...(schedule ? { schedule } : {}),
     ...(payload ? { payload } : {}),
     ...(values.missed !== undefined ? { missed: values.missed as "skip" | "run_once" } : {}),
-    ...(values["max-runs"] !== undefined ? { max_runs: integer(values["max-runs"], "--max-runs") } : {}),
+    ...(values["max-runs"] !== undefined ? { max_runs: wholeNumber(values["max-runs"], "--max-runs") } : {}),
     ...(values["end-at"] !== undefined ? { end_at: values["end-at"] } : {}),
     ...(values.jitter !== undefined ? { jitter_ms: parseDuration(values.jitter, "--jitter") } : {}),
     ...(values.enabled ? { enabled: true } : values.disabled ? { enabled: false } : {}),
   };
 }
-
-const idOf = (args: string[], command: string) => {
-  const id = args[0];
-  if (!id || id.startsWith("--")) throw new UsageError(`cron ${command} needs a job id`);
-  return encodeURIComponent(id);
-};
 
 /** `nahida cron ...`: the /api/cron routes. */
 export async function cronCommand(api: ApiRequest, [sub, ...args]: string[]): Promise<unknown> {
@@ -105,14 +95,14 @@ export async function cronCommand(api: ApiRequest, [sub, ...args]: string[]): Pr
       const query = new URLSearchParams({
         ...(values.target ? { target: values.target } : {}),
         ...(values.enabled ? { enabled: values.enabled } : {}),
-        ...(values.limit ? { limit: String(integer(values.limit, "--limit")) } : {}),
+        ...(values.limit ? { limit: String(wholeNumber(values.limit, "--limit")) } : {}),
       });
       return api("GET", `/api/cron${query.size ? `?${query}` : ""}`);
     }
     case "get":
-      return api("GET", `/api/cron/${idOf(args, "get")}`);
+      return api("GET", `/api/cron/${idArgument(args, "cron get needs a job id")}`);
     case "update": {
-      const id = idOf(args, "update");
+      const id = idArgument(args, "cron update needs a job id");
       const { values } = parseArgs({ args: args.slice(1), options: jobOptions });
       const fields = jobFields(values);
       if (Object.keys(fields).length === 0) throw new UsageError("cron update needs something to change");
@@ -130,14 +120,14 @@ export async function cronCommand(api: ApiRequest, [sub, ...args]: string[]): Pr
       return api("PATCH", `/api/cron/${id}`, fields);
     }
     case "delete":
-      await api("DELETE", `/api/cron/${idOf(args, "delete")}`);
+      await api("DELETE", `/api/cron/${idArgument(args, "cron delete needs a job id")}`);
       return { deleted: args[0] };
     case "run":
-      return api("POST", `/api/cron/${idOf(args, "run")}/run`);
+      return api("POST", `/api/cron/${idArgument(args, "cron run needs a job id")}/run`);
     case "runs": {
-      const id = idOf(args, "runs");
+      const id = idArgument(args, "cron runs needs a job id");
       const { values } = parseArgs({ args: args.slice(1), options: { limit: { type: "string" } } });
-      return api("GET", `/api/cron/${id}/runs${values.limit ? `?limit=${integer(values.limit, "--limit")}` : ""}`);
+      return api("GET", `/api/cron/${id}/runs${values.limit ? `?limit=${wholeNumber(values.limit, "--limit")}` : ""}`);
     }
     default:
       throw new UsageError(`unknown cron command ${JSON.stringify(sub ?? "")}`);

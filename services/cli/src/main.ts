@@ -4,6 +4,7 @@ import type { z } from "zod";
 import { DeliveryStatus, type AttachmentType, type DeliveryView, type SendRequest, type SendResponse } from "@nahida/contracts";
 import { ApiError, createApiClient, type ApiRequest } from "./api.client";
 import { CRON_USAGE, cronCommand } from "./cron.command";
+import { DELIVERIES_USAGE, deliveriesCommand } from "./deliveries.command";
 import { UsageError } from "./usage-error";
 
 const USAGE = `Usage: nahida <command> [options]
@@ -11,7 +12,7 @@ const USAGE = `Usage: nahida <command> [options]
   send --target <channel:type:id[:thread]> [--reply-to ID] [--attach PATH]... [--session ID]
        [--idempotency-key KEY] [--wait] <text>
                                   queue a message; --attach paths are inside the server's workspace
-  deliveries get <id>             show a delivery's status
+${DELIVERIES_USAGE}
   tokens create --name NAME --scopes send,read,cron,admin
                                   create an API token (the secret is printed once)
   tokens list                     list tokens
@@ -104,8 +105,7 @@ async function main(argv: string[]): Promise<void> {
     case "send":
       return send(api, rest);
     case "deliveries":
-      if (rest[0] !== "get" || !rest[1]) throw new UsageError("usage: nahida deliveries get <id>");
-      return print(await api("GET", `/api/deliveries/${encodeURIComponent(rest[1])}`));
+      return print(await deliveriesCommand(api, rest));
     case "tokens":
       return tokens(api, rest);
     case "cron":

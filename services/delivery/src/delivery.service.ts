@@ -2,8 +2,8 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { DeliveryRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
-import { createConsumer, type TypedQueue } from "@nahida/queue";
-import { parseChatAddress, type Clock, type RecoveryTimings } from "@nahida/contracts";
+import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
+import { parseChatAddress, type Clock, type Readiness, type RecoveryTimings } from "@nahida/contracts";
 import type { ChannelRegistry } from "@nahida/channels";
 import { createDeliverMessageHandler } from "./deliver-message.worker";
 import { startDeliverySweeper } from "./delivery.sweeper";
@@ -24,6 +24,8 @@ export interface DeliveryServiceOptions {
 }
 
 export interface RunningDelivery {
+  /** Ready while its consumer of the `outbound` queue runs. */
+  readiness(): Readiness;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
   });
 
   return {
+    readiness: () => consumerReadiness(worker, "outbound"),
     async stop() {
       sweep.stop();
       await worker.close();

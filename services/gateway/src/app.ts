@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
 import type { ApiTokenRepository, CronRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
@@ -8,8 +9,9 @@ import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
+import { queueDashboardRoutes } from "./routes/admin/queues.route";
 import { cronRoutes } from "./routes/cron/cron.route";
-import { deliveryRoutes } from "./routes/deliveries/deliveries.route";
+import { deliveryRoutes, type DeliveryRouteOptions } from "./routes/deliveries/deliveries.route";
 import { healthRoutes, type ReadinessProbe } from "./routes/health/health.route";
 import { sendRoutes } from "./routes/send/send.route";
 import { sessionRoutes } from "./routes/sessions/sessions.route";
@@ -24,12 +26,16 @@ export interface ApiOptions {
   cron: CronRepository;
   cronJobs: CronJobs;
   send: SendService;
+  /** `POST /api/deliveries/:id/retry`: the outbox's retry. */
+  retryDelivery: DeliveryRouteOptions["retry"];
   /** Shared Redis for the per-token rate limit. */
   redis: Redis;
   prefix: string;
   rateLimitPerMinute: number;
   /** How long a token lookup is trusted; a revocation on another replica takes effect within it. Default 5 s. */
   tokenCacheMs?: number;
+  /** bull-board under `/admin/queues` for admin tokens; off without it. */
+  queueDashboard?: { queues: readonly Queue[]; readOnly: boolean };
 }
 
 /** A revoked token stops working on every replica within this long. */
@@ -54,8 +60,11 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(authPlugin, { tokens: tokenCache });
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });
-  await fastify.register(deliveryRoutes, { deliveries: api.deliveries });
+  await fastify.register(deliveryRoutes, { deliveries: api.deliveries, retry: api.retryDelivery });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
+  if (api.queueDashboard) {
+    await fastify.register(queueDashboardRoutes, { ...api.queueDashboard, tokens: tokenCache, redis: api.redis, keyPrefix: api.prefix });
+  }
 };

@@ -11,5 +11,7 @@ export const gatewayEnvSchema = z.object({
   NAHIDA_API_TOKEN: z.string().min(16, "must be at least 16 characters").max(512).regex(/^[A-Za-z0-9._~+/=-]+$/, "must be a bearer token (letters, digits, . _ ~ + / = -)").optional(),
   /** Requests per minute per API token, shared by all gateway replicas. */
   NAHIDA_API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  /** bull-board under /admin/queues (admin tokens only): `read-only` (default), `read-write` (retry, promote, clean, remove jobs) or `off`. */
+  NAHIDA_QUEUE_DASHBOARD: z.enum(["read-only", "read-write", "off"]).default("read-only"),
 });
 export type GatewayEnv = z.infer<typeof gatewayEnvSchema>;

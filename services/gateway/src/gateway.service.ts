@@ -1,9 +1,11 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
 import type { Outbox } from "@nahida/outbox";
 import type { Logger } from "@nahida/observability";
+import { pingRedis } from "@nahida/queue";
 import { app } from "./app";
 import { createSendService } from "./services/send.service";
 
@@ -22,6 +24,8 @@ export interface GatewayOptions {
   logger: Logger;
   prefix: string;
   rateLimitPerMinute: number;
+  /** The queues bull-board shows under /admin/queues; no dashboard without them. */
+  dashboard?: { queues: readonly Queue[]; readOnly: boolean };
   /** NAHIDA_API_TOKEN: bootstraps one admin token. */
   bootstrapToken?: string;
 }
@@ -31,21 +35,6 @@ export interface RunningGateway {
   /** Where it listens, e.g. http://127.0.0.1:8080 */
   address: string;
   stop(): Promise<void>;
-}
-
-async function pingRedis(redis: Redis, timeoutMs: number): Promise<{ ok: true } | { ok: false; reason: string }> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    await Promise.race([redis.ping(), timeout]);
-    return { ok: true };
-  } catch (error) {
-    return { ok: false, reason: `redis unreachable: ${(error as Error).message}` };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
@@ -71,6 +60,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       prefix: options.prefix,
       rateLimitPerMinute: options.rateLimitPerMinute,
       send: createSendService({ outbox: options.outbox }),
+      retryDelivery: (id) => options.outbox.retry(id),
+      ...(options.dashboard ? { queueDashboard: options.dashboard } : {}),
     },
   });
   const address = await server.listen({ host: options.host, port: options.port });

@@ -1,4 +1,5 @@
 import { ChannelStartError, type ChannelIngressDeps, type ChannelInstance, type RunningChannelIngress } from "@nahida/channels";
+import type { Readiness } from "@nahida/contracts";
 import { ingressKind, instanceEnvPrefix, type IngressServiceName } from "./channel-instances.env";
 import { channelModule } from "./channel-modules";
 import { PreflightError } from "./preflight";
@@ -12,10 +13,11 @@ export async function startChannelIngress(
   service: IngressServiceName,
   instances: readonly ChannelInstance[],
   deps: ChannelIngressDeps,
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; readiness(): Promise<Readiness> }> {
   const kind = ingressKind(service);
   const module = channelModule(kind);
   const started: RunningChannelIngress[] = [];
+  const names: string[] = [];
   const stop = async () => {
     await Promise.all(started.map((ingress) => ingress.stop()));
   };
@@ -23,12 +25,25 @@ export async function startChannelIngress(
     try {
       const ingress = await module.startIngress(instance, deps);
       started.push(ingress);
-      deps.logger.info({ channel: instance.name, kind, ...ingress.describe }, "channel ingress started");
+      names.push(instance.name);
+      const details = Object.entries(ingress.describe ?? {}).filter(([, value]) => value !== undefined);
+      deps.logger.info(
+        { channel: instance.name, kind, ...ingress.describe },
+        `${service}: ${instance.name}${instance.name === kind ? "" : ` (${kind})`}${details.map(([key, value]) => ` · ${key} ${value}`).join("")}`,
+      );
     } catch (error) {
       await stop().catch(() => undefined);
       if (error instanceof ChannelStartError) throw new PreflightError(instanceEnvPrefix(instance.name) + error.variable, error.message);
       throw error;
     }
   }
-  return { stop };
+  // Ready when every instance is; the first that is not names itself.
+  const readiness = async (): Promise<Readiness> => {
+    for (const [index, ingress] of started.entries()) {
+      const state = (await ingress.readiness?.()) ?? { ok: true };
+      if (!state.ok) return { ok: false, reason: `${names[index]}: ${state.reason}` };
+    }
+    return { ok: true };
+  };
+  return { stop, readiness };
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { baseEnvSchema, positiveMs } from "@nahida/config";
+import { baseEnvSchema, port, positiveMs } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import { gatewayEnvSchema } from "@nahida/gateway";
 import { schedulerEnvSchema } from "@nahida/scheduler";
@@ -44,6 +44,10 @@ const fixedEnvSchema = z.object({
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** How long a delivery waits, from its creation, while its platform refuses every send (a logged-out Milky account) before it fails. Default 1 hour. */
   DELIVERY_UNAVAILABLE_MAX_WAIT_MS: positiveMs.optional(),
+  /** The probe listener (`/health`, `/ready`) of this process; off unless set. */
+  NAHIDA_HEALTH_PORT: port.optional(),
+  /** Where the probe listener listens (`0.0.0.0` in containers, so the orchestrator reaches it). */
+  NAHIDA_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /** How long SIGTERM waits for running work before exiting anyway. */
   NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
 });

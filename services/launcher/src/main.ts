@@ -10,11 +10,10 @@ if (!parsed.ok) {
   process.exit(1);
 }
 const env = parsed.value;
-const logger = createLogger({ level: env.LOG_LEVEL, service: env.NAHIDA_SERVICES.join("+") });
+const logger = createLogger({ level: env.LOG_LEVEL, service: env.NAHIDA_SERVICES.join("+"), format: env.LOG_FORMAT });
 
 try {
   const nahida = await startNahida(env, logger);
-  logger.info({ services: nahida.services }, "nahida started");
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -30,6 +29,10 @@ try {
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+  // Only once the handlers exist: until then SIGTERM kills at once, without draining, and a
+  // supervisor that waits for this line may send it the moment the line is out (a
+  // synchronous log stream, as LOG_FORMAT=pretty is, writes it before this code goes on).
+  logger.info({ services: nahida.services }, "nahida started");
 } catch (error) {
   if (error instanceof PreflightError) process.stderr.write(`nahida: ${error.message}\n`);
   else logger.fatal({ err: error }, "startup failed");

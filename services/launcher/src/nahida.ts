@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { createOpenAiLlm, startAgentWorker, type ToolDefinition } from "@nahida/agent-worker";
-import { DEFAULT_LEASE_MS, recoveryTimings, systemClock } from "@nahida/contracts";
+import { DEFAULT_LEASE_MS, recoveryTimings, systemClock, type Readiness } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
@@ -12,23 +12,28 @@ import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
-import { createQueues, createRedis } from "@nahida/queue";
+import { createQueues, createRedis, pingRedis } from "@nahida/queue";
 import { startScheduler } from "@nahida/scheduler";
 import { startChannelIngress } from "./channel-ingress";
 import type { IngressServiceName } from "./channel-instances.env";
 import { channelModule } from "./channel-modules";
+import { startHealthListener } from "./health-listener";
 import { isIngressService, type LauncherEnv, type ServiceName } from "./launcher.env";
 import { PreflightError, checkRedis, preparePostgres } from "./preflight";
 
 interface Stoppable {
   name: string;
   stop(): Promise<void>;
+  /** The service's own readiness, on the probe listener; none means ready once started. */
+  readiness?(): Promise<Readiness> | Readiness;
 }
 
 export interface RunningNahida {
   services: ServiceName[];
   /** http://host:port of the gateway, when it runs. */
   gatewayAddress?: string;
+  /** http://host:port of the probe listener, when NAHIDA_HEALTH_PORT is set. */
+  healthAddress?: string;
   db: Database;
   stop(): Promise<void>;
 }
@@ -92,9 +97,12 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
       leadershipTtlMs: timings.leadershipTtlMs,
     });
-    return { name, stop: ingress.stop };
+    return { name, stop: ingress.stop, readiness: ingress.readiness };
   };
 
+  if (env.channels.length === 0) {
+    logger.warn("no channel is configured: nothing is received or sent; set TELEGRAM_BOT_TOKEN or MILKY_BASE_URL (or NAHIDA_CHANNELS)");
+  }
   const running: Stoppable[] = [];
   const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, stop: async () => undefined };
   const starters: Record<Exclude<ServiceName, IngressServiceName>, () => Promise<Stoppable>> = {
@@ -111,11 +119,23 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger: logger.child({ component: "gateway" }),
         prefix,
         rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
+        ...(env.NAHIDA_QUEUE_DASHBOARD !== "off"
+          ? { dashboard: { queues: Object.values(queues).map((q) => q.queue), readOnly: env.NAHIDA_QUEUE_DASHBOARD === "read-only" } }
+          : {}),
         ...(env.NAHIDA_API_TOKEN ? { bootstrapToken: env.NAHIDA_API_TOKEN } : {}),
       });
       result.gatewayAddress = gateway.address;
-      logger.info({ address: gateway.address }, "gateway listening");
-      return { name: "gateway", stop: gateway.stop };
+      const a = gateway.address;
+      const dashboard = env.NAHIDA_QUEUE_DASHBOARD !== "off" ? ` · queues ${a}/admin/queues` : "";
+      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard} · ready ${a}/api/ready`);
+      if (!env.NAHIDA_API_TOKEN && (await repositories.tokens.list()).every((t) => t.revokedAt)) {
+        logger.warn("no API token is configured: the API refuses every request; set NAHIDA_API_TOKEN (an admin token) to use it");
+      }
+      return {
+        name: "gateway",
+        stop: gateway.stop,
+        readiness: () => (gateway.server.server.listening ? { ok: true } : { ok: false, reason: "the gateway is not listening" }),
+      };
     },
     "agent-worker": async () => {
       const llmConfigured = env.OPENAI_BASE_URL !== undefined || env.OPENAI_API_KEY !== undefined;
@@ -150,8 +170,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
       });
-      if (!llmConfigured) logger.warn("no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
-      return { name: "agent-worker", stop: worker.stop };
+      if (llmConfigured) logger.info(`agent-worker: model ${env.OPENAI_MODEL} at ${new URL(env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").origin}, ${env.AGENT_CONCURRENCY} sessions at once`);
+      else logger.warn("agent-worker: no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
+      return { name: "agent-worker", stop: worker.stop, readiness: worker.readiness };
     },
     scheduler: async () => {
       const scheduler = startScheduler({
@@ -168,8 +189,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         pollMs: env.SCHEDULER_POLL_MS,
         maxFailures: env.SCHEDULER_MAX_FAILURES,
       });
-      logger.info("scheduler started");
-      return { name: "scheduler", stop: scheduler.stop };
+      logger.info(`scheduler: polling every ${env.SCHEDULER_POLL_MS} ms at most, time zone ${env.NAHIDA_TIMEZONE}`);
+      return { name: "scheduler", stop: scheduler.stop, readiness: scheduler.readiness };
     },
     delivery: async () => {
       const delivery = await startDelivery({
@@ -184,8 +205,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         ...(env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS ? { unavailableMaxWaitMs: env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS } : {}),
         logger: logger.child({ component: "delivery" }),
       });
-      logger.info({ channels: registry.channels() }, "delivery started");
-      return { name: "delivery", stop: delivery.stop };
+      logger.info({ channels: registry.channels() }, `delivery: sending to ${registry.channels().join(", ") || "no channel"}, ${env.DELIVERY_CONCURRENCY} at once`);
+      return { name: "delivery", stop: delivery.stop, readiness: delivery.readiness };
     },
   };
 
@@ -196,6 +217,23 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   };
   try {
     for (const name of env.NAHIDA_SERVICES) running.push(await (isIngressService(name) ? startIngress(name) : starters[name]()));
+    if (env.NAHIDA_HEALTH_PORT !== undefined) {
+      const health = await startHealthListener({
+        host: env.NAHIDA_HEALTH_HOST,
+        port: env.NAHIDA_HEALTH_PORT,
+        probes: [
+          // Postgres answers and every migration is applied.
+          { name: "postgres", check: () => db.checkReady() },
+          { name: "redis", check: () => pingRedis(redis, 2_000) },
+          ...running.map((service) => ({ name: service.name, check: () => service.readiness?.() ?? { ok: true as const } })),
+        ],
+        logger,
+      });
+      result.healthAddress = health.address;
+      logger.info({ address: health.address }, `probes: live ${health.address}/health · ready ${health.address}/ready`);
+      // First to stop: an orchestrator sees the process go away before its services do.
+      running.unshift({ name: "health", stop: health.stop });
+    }
   } catch (error) {
     for (const service of running.reverse()) await service.stop().catch(() => undefined);
     await closeClients();

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Clock } from "@nahida/contracts";
+import type { Clock, Readiness } from "@nahida/contracts";
 import { PASSED_REASON_TEXT, jitterFor, planFire, readCronJob, type StoredCronJob } from "@nahida/cron";
 import { isOutage, type CronAdvance, type CronJob, type CronRepository, type CronRun, type NewCronRun, type Tx } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
@@ -53,6 +53,8 @@ export interface Scheduler {
   start(): void;
   /** Stops the loop after the tick in progress. */
   stop(): Promise<void>;
+  /** Ready while the loop runs and its last tick went through. */
+  readiness(): Readiness;
 }
 
 interface AfterCommit {
@@ -303,15 +305,18 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
 
   const stopping = new AbortController();
   let loop: Promise<void> | undefined;
+  let lastTickFailed = false;
   async function run(): Promise<void> {
     while (!stopping.signal.aborted) {
       const started = Date.now();
       let waitMs = o.pollMs;
       try {
         const { nextDueAt } = await tick();
+        lastTickFailed = false;
         if (nextDueAt) waitMs = Math.min(o.pollMs, Math.max(0, nextDueAt.getTime() - o.clock.now().getTime()));
       } catch (error) {
         // Postgres down or restarting: nothing was committed; look again after a poll.
+        lastTickFailed = true;
         log[isOutage(error) ? "warn" : "error"]({ err: (error as Error).message }, "scheduler tick failed");
       }
       // Ticks at least `coalesceMs` apart: jobs due a few ms apart are claimed together, one
@@ -329,6 +334,13 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     async stop() {
       stopping.abort();
       await loop;
+    },
+    readiness() {
+      if (!loop) return { ok: false, reason: "the scheduler loop has not started" };
+      if (stopping.signal.aborted) return { ok: false, reason: "the scheduler is stopping" };
+      // The reason stays generic: a probe's answer is no place for a database error's text (the log has it).
+      if (lastTickFailed) return { ok: false, reason: "the last scheduler tick failed (see the log)" };
+      return { ok: true };
     },
   };
 }

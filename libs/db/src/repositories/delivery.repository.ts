@@ -265,13 +265,57 @@ export class DeliveryRepository {
     return row.status === "failed" ? { kind: "failed" } : { kind: "waiting", waitMs: row.wait_ms ?? o.holdMs };
   }
 
-  /** Expires a delivery that is still waiting after its TTL. */
+  /**
+   * Expires a delivery that is still queued after its TTL. Never a `sending` one: its part 0
+   * may be out already (the claim follows the same rule), and a retry of it would repeat it.
+   */
   async expireIfDue(id: string): Promise<boolean> {
     const n = await this.prisma.$executeRaw`
       UPDATE deliveries SET status = 'expired', error = 'expired before it could be sent', updated_at = now()
-       WHERE id = ${id}::uuid AND status IN ('queued', 'sending') AND sent_parts = 0
+       WHERE id = ${id}::uuid AND status = 'queued' AND sent_parts = 0
          AND expires_at IS NOT NULL AND expires_at < now()`;
     return n === 1;
+  }
+
+  /**
+   * A page of deliveries, newest first, with the total that matches. Queued rows past their
+   * TTL are expired first, so a list reads them as the single-row read does.
+   */
+  async list(filter: DeliveryListFilter): Promise<{ deliveries: Delivery[]; total: number }> {
+    await this.prisma.$executeRaw`
+      UPDATE deliveries SET status = 'expired', error = 'expired before it could be sent', updated_at = now()
+       WHERE status = 'queued' AND sent_parts = 0 AND expires_at < now()`;
+    const where: Prisma.DeliveryWhereInput = {
+      ...(filter.status ? { status: filter.status } : {}),
+      ...(filter.target ? { target: filter.target } : {}),
+      ...(filter.source ? { source: filter.source } : {}),
+      ...(filter.createdSince || filter.createdBefore
+        ? { createdAt: { ...(filter.createdSince ? { gte: filter.createdSince } : {}), ...(filter.createdBefore ? { lt: filter.createdBefore } : {}) } }
+        : {}),
+    };
+    const [deliveries, total] = await Promise.all([
+      this.prisma.delivery.findMany({ where, orderBy: [{ createdAt: "desc" }, { seq: "desc" }], take: filter.limit, skip: filter.offset }),
+      this.prisma.delivery.count({ where }),
+    ]);
+    return { deliveries, total };
+  }
+
+  /**
+   * Moves a failed or expired delivery back to `queued` for one more attempt, on the same
+   * row. The status condition makes it happen once however many callers race (two gateway
+   * replicas, a double click): every other caller gets `not_retryable`. `sent_parts`,
+   * `platform_message_ids` and `uncertain_parts` stay, so parts the platform accepted are
+   * never sent again; `attempts` stays too, because it fences every claim's writes.
+   */
+  async requeue(id: string, expiresAt: Date): Promise<DeliveryRequeue> {
+    const [row] = await this.prisma.$queryRaw<Delivery[]>`
+      UPDATE deliveries
+         SET status = 'queued', error = NULL, not_before = NULL, expires_at = ${expiresAt}, updated_at = now()
+       WHERE id = ${id}::uuid AND status IN ('failed', 'expired')
+      RETURNING ${DELIVERY_COLUMNS}`;
+    if (row) return { kind: "requeued", delivery: row };
+    const current = await this.get(id);
+    return current ? { kind: "not_retryable", delivery: current } : { kind: "missing" };
   }
 
   /** Deliveries waiting longer than `olderThanMs`: their job may have been lost. */
@@ -283,6 +327,25 @@ export class DeliveryRepository {
     return rows.map((r) => r.id);
   }
 }
+
+export interface DeliveryListFilter {
+  status?: string;
+  target?: string;
+  source?: string;
+  /** Created at or after this instant. */
+  createdSince?: Date;
+  /** Created before this instant. */
+  createdBefore?: Date;
+  limit: number;
+  offset: number;
+}
+
+/** What {@link DeliveryRepository.requeue} did. */
+export type DeliveryRequeue =
+  | { kind: "requeued"; delivery: Delivery }
+  /** Not failed or expired (already retried, or still live, or sent): unchanged. */
+  | { kind: "not_retryable"; delivery: Delivery }
+  | { kind: "missing" };
 
 /** What {@link DeliveryRepository.claim} decided. */
 export type DeliveryClaim =

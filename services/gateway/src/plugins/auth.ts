@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import fp from "fastify-plugin";
+import type { FastifyRequest } from "fastify";
 import { NahidaError, type TokenScope } from "@nahida/contracts";
 import { hashToken } from "@nahida/db";
 import type { TokenCache } from "./token-cache";
@@ -21,6 +22,30 @@ export interface AuthOptions {
 
 const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})$/;
 
+/** The secret of an `Authorization: Bearer <token>` header, or null when there is none or it is malformed. */
+export function bearerSecret(header: string | string[] | undefined): string | null {
+  const match = typeof header === "string" ? BEARER.exec(header) : null;
+  return match ? match[1]! : null;
+}
+
+export type AuthenticatedToken = NonNullable<FastifyRequest["token"]>;
+
+/**
+ * The token with this sha256, if it exists, is not revoked and has `scope` (or admin);
+ * a NahidaError (`unauthorized`, `forbidden`) otherwise. Hashes are compared in constant time.
+ */
+export async function authorizeTokenHash(tokens: TokenCache, presented: string, scope: TokenScope): Promise<AuthenticatedToken> {
+  const token = await tokens.lookup(presented);
+  if (!token || !timingSafeEqual(Buffer.from(token.tokenHash, "hex"), Buffer.from(presented, "hex")) || token.revokedAt) {
+    throw new NahidaError("unauthorized", "invalid or revoked token");
+  }
+  if (!token.scopes.includes("admin") && !token.scopes.includes(scope)) {
+    throw new NahidaError("forbidden", `this token lacks the ${scope} scope`);
+  }
+  tokens.used(token);
+  return { id: token.id, name: token.name, scopes: token.scopes };
+}
+
 /**
  * Bearer-token auth for every route that declares `config.scope`. Tokens are looked up by
  * their sha256 and the hashes compared in constant time. With no token configured at all
@@ -32,18 +57,8 @@ export const authPlugin = fp<AuthOptions>(async (app, options) => {
   app.addHook("onRequest", async (request) => {
     const scope = request.routeOptions.config?.scope;
     if (!scope) return;
-    const header = request.headers.authorization;
-    const match = typeof header === "string" ? BEARER.exec(header) : null;
-    if (!match) throw new NahidaError("unauthorized", "missing or malformed Authorization: Bearer <token>");
-    const presented = hashToken(match[1]!);
-    const token = await options.tokens.lookup(presented);
-    if (!token || !timingSafeEqual(Buffer.from(token.tokenHash, "hex"), Buffer.from(presented, "hex")) || token.revokedAt) {
-      throw new NahidaError("unauthorized", "invalid or revoked token");
-    }
-    if (!token.scopes.includes("admin") && !token.scopes.includes(scope)) {
-      throw new NahidaError("forbidden", `this token lacks the ${scope} scope`);
-    }
-    request.token = { id: token.id, name: token.name, scopes: token.scopes };
-    options.tokens.used(token);
+    const secret = bearerSecret(request.headers.authorization);
+    if (!secret) throw new NahidaError("unauthorized", "missing or malformed Authorization: Bearer <token>");
+    request.token = await authorizeTokenHash(options.tokens, hashToken(secret), scope);
   });
 });
