@@ -59,6 +59,9 @@ describe("cron jobs over REST, fired by the scheduler", () => {
       [{ ...base, schedule: { kind: "weekly" } }, 400, /schedule/],
       [{ ...base, schedule: { kind: "every", every_ms: 60_000 }, payload: { kind: "agent_turn", prompt: "x", session: "other" } }, 400, /main, isolated or named/],
       [{ ...base, schedule: { kind: "every", every_ms: 60_000 }, payload: { kind: "notify", text: " " } }, 400, /needs text or attachments/],
+      [{ ...base, schedule: { kind: "every", every_ms: 60_000 }, jitter_ms: 30_000 }, 400, /jitter_ms: must be less than half the schedule's interval/],
+      [{ ...base, schedule: { kind: "every", every_ms: 60_000 }, end_at: "2020-01-01T00:00:00Z" }, 400, /end_at: .* is before the first slot/],
+      [{ ...base, schedule: { kind: "at", at: "2400-01-01T00:00:00Z" } }, 400, /at most 100 years ahead/],
     ];
     for (const [body, status, message] of cases) {
       const res = await create(body);

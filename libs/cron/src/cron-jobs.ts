@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  CronSchedule,
   err,
   ok,
   parseChatAddress,
@@ -11,7 +12,7 @@ import {
 } from "@nahida/contracts";
 import type { CronJob, CronJobPatch, CronRepository, NewCronJob, Tx } from "@nahida/db";
 import { jitterFor } from "./plan-fire";
-import { checkSchedule, nextSlot, type ResolvedSchedule } from "./schedule";
+import { checkSchedule, nextSlot, type CheckedSchedule, type ResolvedSchedule } from "./schedule";
 
 export interface CronJobError {
   code: Extract<ErrorCode, "bad_request" | "invalid_address" | "not_found" | "conflict">;
@@ -30,6 +31,20 @@ export interface CronJobsOptions {
   maxJobsPerTarget: number;
   /** Channel instances that can be sent to; a target on another channel is refused. */
   channels: readonly string[];
+}
+
+/**
+ * Limits a schedule puts on the rest of the job: jitter under half the shortest interval
+ * (more would reorder slots and fire them in pairs), and an end after the first slot.
+ */
+function checkBounds(checked: CheckedSchedule, jitterMs: number, endAt: Date | null): Result<void, CronJobError> {
+  if (checked.shortestIntervalMs !== null && jitterMs > 0 && jitterMs >= checked.shortestIntervalMs / 2) {
+    return err({ code: "bad_request", message: `jitter_ms: must be less than half the schedule's interval (${Math.floor(checked.shortestIntervalMs / 2)} ms)` });
+  }
+  if (endAt && endAt.getTime() < checked.firstSlot.getTime()) {
+    return err({ code: "bad_request", message: `end_at: ${endAt.toISOString()} is before the first slot (${checked.firstSlot.toISOString()})` });
+  }
+  return ok(undefined);
 }
 
 /** The first slot of a (new or edited) schedule and when it is claimed, jitter included. */
@@ -61,6 +76,8 @@ export class CronJobs {
     const checked = checkSchedule(request.schedule, { defaultTz: this.o.defaultTz, now, minIntervalMs: this.o.minIntervalMs });
     if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
     const jitterMs = request.jitter_ms;
+    const bounds = checkBounds(checked.value, jitterMs, request.end_at ? new Date(request.end_at) : null);
+    if (!bounds.ok) return bounds;
     return ok({
       id,
       name: request.name,
@@ -108,9 +125,9 @@ export class CronJobs {
     return this.dryRun((tx) => this.update(id, request, tx));
   }
 
-  /** The checks of a delete (the job exists), the same way. */
+  /** The check of a delete: the job exists (a dry run would cascade through its whole history). */
   async checkDelete(id: string): Promise<Result<void, CronJobError>> {
-    return this.dryRun((tx) => this.delete(id, tx));
+    return (await this.o.cron.get(id)) ? ok(undefined) : err({ code: "not_found", message: `cron job ${id} does not exist` });
   }
 
   private async dryRun(edit: (tx: Tx) => Promise<Result<unknown, CronJobError>>): Promise<Result<void, CronJobError>> {
@@ -153,9 +170,14 @@ export class CronJobs {
       if (request.schedule !== undefined || request.jitter_ms !== undefined || enabling) {
         // A new schedule (or jitter) counts from now; so does a job that is switched back on:
         // the slots it slept through are not owed.
-        const schedule = request.schedule ?? (job.schedule as ResolvedSchedule["schedule"]);
+        const stored = CronSchedule.safeParse(job.schedule);
+        const schedule = request.schedule ?? (stored.success ? stored.data : null);
+        if (!schedule) return err({ code: "bad_request", message: "the job's stored schedule is unreadable; give a new schedule" });
         const checked = checkSchedule(schedule, { defaultTz: this.o.defaultTz, now, minIntervalMs: this.o.minIntervalMs });
         if (!checked.ok) return err({ code: "bad_request", message: `${checked.error.field}: ${checked.error.message}` });
+        const endAt = request.end_at !== undefined ? (request.end_at ? new Date(request.end_at) : null) : job.endAt;
+        const bounds = checkBounds(checked.value, jitterMs, endAt);
+        if (!bounds.ok) return bounds;
         const anchorAt = request.schedule !== undefined ? now : job.anchorAt;
         Object.assign(patch, { schedule, tz: checked.value.tz, anchorAt }, firstRun(job.id, { schedule, tz: checked.value.tz, anchorAt }, jitterMs, now));
       }
@@ -192,15 +214,11 @@ export class CronJobs {
     return this.o.transaction(async (tx) => {
       const job = await this.o.cron.lock(id, tx);
       if (!job) return err({ code: "not_found", message: `cron job ${id} does not exist` });
-      // The slot of a manual run is when it was asked for; one taken already (another manual
-      // run in the same millisecond, or a fired slot) moves it on by a millisecond.
-      const kind = (job.payload as { kind: "notify" | "agent_turn" }).kind;
+      // A manual run stands beside the schedule (the unique slot key leaves manual runs out):
+      // its slot is when it was asked for.
       const runId = randomUUID();
-      const asked = this.o.clock.now().getTime();
-      for (let offset = 0; ; offset++) {
-        const inserted = await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: new Date(asked + offset), kind, status: "claimed", manual: true }], tx);
-        if (inserted.has(runId)) break;
-      }
+      const kind = (job.payload as { kind: "notify" | "agent_turn" }).kind;
+      await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: this.o.clock.now(), kind, status: "claimed", manual: true, jobVersion: job.version }], tx);
       return ok({ runId });
     });
   }

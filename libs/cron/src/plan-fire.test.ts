@@ -135,3 +135,33 @@ describe("jitterFor", () => {
     expect(jitterFor("job-1", 0)(at(0))).toBe(0);
   });
 });
+
+describe("planFire far behind inside a long window", () => {
+  it("keeps the newest slots: the on-time one fires, and run_once's catch-up is a recent one", () => {
+    const minute: FirePlanInput["resolved"] = { schedule: { kind: "every", every_ms: 60_000 }, tz: "UTC", anchorAt: anchor };
+    const now = new Date(anchor.getTime() + 3 * 86_400_000 + 10_000);
+    const base = { resolved: minute, nextSlot: new Date(anchor.getTime() + 60_000), now, catchupWindowMs: 7 * 86_400_000, endAt: null, runsLeft: null, jitterMs: () => 0 };
+    const down = planFire({ ...base, missed: "run_once", outages: [{ from: anchor, to: now }] });
+    expect(down.fires).toEqual([{ slot: new Date(anchor.getTime() + 3 * 86_400_000), catchUp: false }]);
+    expect(down.unrecorded).toBeGreaterThan(4_000);
+    const up = planFire({ ...base, missed: "skip", outages: [] });
+    // Up but overloaded: the newest few fire, the on-time one among them.
+    expect(up.fires.at(-1)!.slot).toEqual(new Date(anchor.getTime() + 3 * 86_400_000));
+    expect(up.fires).toHaveLength(5);
+  });
+
+  it("is not reordered by jitter below half the interval", () => {
+    const minute: FirePlanInput["resolved"] = { schedule: { kind: "every", every_ms: 60_000 }, tz: "UTC", anchorAt: anchor };
+    const jitter = jitterFor("job-j", 29_999);
+    let nextSlot = new Date(anchor.getTime() + 60_000);
+    const fired: number[] = [];
+    for (let t = 0; t < 30 * 60; t += 5) {
+      const plan = planFire({ resolved: minute, nextSlot, now: new Date(anchor.getTime() + 60_000 + t * 1000), missed: "skip", catchupWindowMs: 600_000, endAt: null, runsLeft: null, jitterMs: jitter, outages: [] });
+      fired.push(...plan.fires.map((f) => f.slot.getTime()));
+      expect(plan.passed).toEqual([]);
+      if (plan.next) nextSlot = plan.next;
+    }
+    expect(fired).toEqual([...fired].sort((a, b) => a - b));
+    expect(new Set(fired).size).toBe(fired.length);
+  });
+});

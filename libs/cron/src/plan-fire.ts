@@ -8,8 +8,10 @@ const MAX_ON_TIME_MS = 60_000;
 export const PASSED_RECORD_CAP = 20;
 /** Slots one claim fires at most: a job far behind while schedulers were up (overloaded) catches up with its latest slots, not a burst. */
 export const MAX_FIRES_PER_CLAIM = 5;
-/** Slots inside the catch-up window walked at most; beyond it the walk jumps to now. */
+/** Slots inside the catch-up window looked at, the newest; older ones count as skipped. */
 const WINDOW_WALK_CAP = 1_000;
+/** Slots walked at most in one plan, whatever the schedule. */
+const MAX_WALK = 50_000;
 
 /** Why a passed slot was recorded instead of fired. */
 export type PassedReason = "older_than_window" | "missed_while_down" | "too_many_at_once" | "max_runs";
@@ -101,16 +103,37 @@ export function planFire(input: FirePlanInput): FirePlan {
     const jumped = walk.next();
     slot = jumped && jumped.getTime() > slot.getTime() ? jumped : walk.next();
   }
-  const recent: Date[] = [];
+  // The window's slots, newest WINDOW_WALK_CAP of them: a walk that would be longer starts
+  // that many intervals before now (the slots it passes over count as skipped, unwritten).
+  if (inRange(slot) && runAt(slot) <= now) {
+    const second = walkSlots(input.resolved, slot).next();
+    const interval = second ? second.getTime() - slot.getTime() : 0;
+    const from = now - WINDOW_WALK_CAP * interval;
+    if (interval > 0 && from > slot.getTime()) {
+      unrecorded += Math.floor((from - slot.getTime()) / interval);
+      walk = walkSlots(input.resolved, new Date(from));
+      slot = walk.next();
+    }
+  }
+  let recent: Date[] = [];
+  let walked = 0;
   while (inRange(slot) && runAt(slot) <= now) {
     recent.push(slot);
+    if (recent.length > 2 * WINDOW_WALK_CAP) {
+      unrecorded += recent.length - WINDOW_WALK_CAP;
+      recent = recent.slice(-WINDOW_WALK_CAP);
+    }
     slot = walk.next();
-    if (recent.length >= WINDOW_WALK_CAP && inRange(slot) && runAt(slot) <= now) {
-      unrecorded += 1;
+    if (++walked >= MAX_WALK) {
+      // Irregular slots the estimate above did not foresee: go on from now.
       walk = walkSlots(input.resolved, input.now);
       slot = walk.next();
       break;
     }
+  }
+  if (recent.length > WINDOW_WALK_CAP) {
+    unrecorded += recent.length - WINDOW_WALK_CAP;
+    recent = recent.slice(-WINDOW_WALK_CAP);
   }
   let next = inRange(slot) ? slot : null;
 

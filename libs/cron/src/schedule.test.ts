@@ -81,9 +81,9 @@ describe("checkSchedule", () => {
   const check = (schedule: CronSchedule) => checkSchedule(schedule, options);
 
   it("accepts 5- and 6-field expressions and returns the first slot in the default zone", () => {
-    expect(check({ kind: "cron", expr: "0 9 * * *" })).toEqual({ ok: true, value: { tz: "UTC", firstSlot: new Date("2026-06-02T09:00:00Z") } });
+    expect(check({ kind: "cron", expr: "0 9 * * *" })).toEqual({ ok: true, value: { tz: "UTC", firstSlot: new Date("2026-06-02T09:00:00Z"), shortestIntervalMs: 86_400_000 } });
     expect(check({ kind: "cron", expr: "0 */5 * * * *" }).ok).toBe(true);
-    expect(check({ kind: "cron", expr: "0 9 * * *", tz: "Asia/Shanghai" })).toEqual({ ok: true, value: { tz: "Asia/Shanghai", firstSlot: new Date("2026-06-02T01:00:00Z") } });
+    expect(check({ kind: "cron", expr: "0 9 * * *", tz: "Asia/Shanghai" })).toEqual({ ok: true, value: { tz: "Asia/Shanghai", firstSlot: new Date("2026-06-02T01:00:00Z"), shortestIntervalMs: 86_400_000 } });
   });
 
   it.each([
@@ -94,6 +94,8 @@ describe("checkSchedule", () => {
     [{ kind: "every", every_ms: 59_999 }, "schedule.every_ms", /at least 60000 ms/],
     [{ kind: "at", at: "2026-05-31T12:00:00Z" }, "schedule.at", /in the past/],
     [{ kind: "at", at: "next tuesday" }, "schedule.at", /not an ISO 8601/],
+    [{ kind: "at", at: "+275760-09-13T00:00:00Z" }, "schedule.at", /not an ISO 8601|at most 100 years ahead/],
+    [{ kind: "at", at: "2400-01-01T00:00:00Z" }, "schedule.at", /at most 100 years ahead/],
   ] as [CronSchedule, string, RegExp][])("refuses %j, naming %s", (schedule, field, message) => {
     const result = check(schedule);
     expect(result.ok).toBe(false);

@@ -25,6 +25,17 @@ export interface CheckScheduleOptions {
   minIntervalMs: number;
 }
 
+/** What a checked schedule gives its job. */
+export interface CheckedSchedule {
+  tz: string;
+  firstSlot: Date;
+  /** The shortest gap between slots seen (sampled for cron); null for a one-shot `at`. */
+  shortestIntervalMs: number | null;
+}
+
+/** An `at` this far ahead or more is refused (and stays far from the end of JavaScript dates). */
+const MAX_AHEAD_MS = 100 * 366 * 86_400_000;
+
 /** Consecutive slots looked at to find a cron expression's shortest interval. */
 const INTERVAL_SAMPLE = 24;
 const HOUR_MS = 3_600_000;
@@ -135,7 +146,7 @@ export function intervalAfter(resolved: ResolvedSchedule, slot: Date): number | 
  * first slot. Every refusal names the field and the problem: a bad expression, an unknown
  * time zone, an `at` in the past, slots closer than the minimum interval.
  */
-export function checkSchedule(schedule: CronSchedule, o: CheckScheduleOptions): Result<{ tz: string; firstSlot: Date }, ScheduleProblem> {
+export function checkSchedule(schedule: CronSchedule, o: CheckScheduleOptions): Result<CheckedSchedule, ScheduleProblem> {
   const tz = (schedule.kind === "every" ? undefined : schedule.tz) ?? o.defaultTz;
   if (!isTimeZone(tz)) return err({ field: "schedule.tz", message: `unknown time zone ${JSON.stringify(tz)}; use an IANA name such as Europe/Berlin or UTC` });
   const resolved: ResolvedSchedule = { schedule, tz, anchorAt: o.now };
@@ -144,13 +155,14 @@ export function checkSchedule(schedule: CronSchedule, o: CheckScheduleOptions): 
       const at = atInstant(schedule.at, tz);
       if (!at) return err({ field: "schedule.at", message: `${JSON.stringify(schedule.at)} is not an ISO 8601 date-time, e.g. 2026-12-24T18:00:00+01:00` });
       if (at.getTime() <= o.now.getTime()) return err({ field: "schedule.at", message: `${at.toISOString()} is in the past` });
-      return ok({ tz, firstSlot: at });
+      if (at.getTime() > o.now.getTime() + MAX_AHEAD_MS) return err({ field: "schedule.at", message: "must be at most 100 years ahead" });
+      return ok({ tz, firstSlot: at, shortestIntervalMs: null });
     }
     case "every":
       if (schedule.every_ms < o.minIntervalMs) {
         return err({ field: "schedule.every_ms", message: `must be at least ${o.minIntervalMs} ms (the scheduler's minimum interval)` });
       }
-      return ok({ tz, firstSlot: nextSlot(resolved, o.now)! });
+      return ok({ tz, firstSlot: nextSlot(resolved, o.now)!, shortestIntervalMs: schedule.every_ms });
     case "cron": {
       const fields = schedule.expr.split(/\s+/).length;
       if (fields !== 5 && fields !== 6) {
@@ -163,12 +175,12 @@ export function checkSchedule(schedule: CronSchedule, o: CheckScheduleOptions): 
       } catch (error) {
         return err({ field: "schedule.expr", message: `invalid cron expression ${JSON.stringify(schedule.expr)}: ${(error as Error).message}` });
       }
-      for (let i = 1; i < slots.length; i++) {
-        if (slots[i]!.getTime() - slots[i - 1]!.getTime() < o.minIntervalMs) {
-          return err({ field: "schedule.expr", message: `fires more often than every ${o.minIntervalMs} ms (the scheduler's minimum interval)` });
-        }
+      let shortestIntervalMs = Infinity;
+      for (let i = 1; i < slots.length; i++) shortestIntervalMs = Math.min(shortestIntervalMs, slots[i]!.getTime() - slots[i - 1]!.getTime());
+      if (shortestIntervalMs < o.minIntervalMs) {
+        return err({ field: "schedule.expr", message: `fires more often than every ${o.minIntervalMs} ms (the scheduler's minimum interval)` });
       }
-      return ok({ tz, firstSlot: nextSlot(resolved, o.now)! });
+      return ok({ tz, firstSlot: nextSlot(resolved, o.now)!, shortestIntervalMs });
     }
     default: {
       const unreachable: never = schedule;

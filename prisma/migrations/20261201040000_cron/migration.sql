@@ -36,6 +36,7 @@ CREATE TABLE "cron_runs" (
     "status" TEXT NOT NULL,
     "outcome" TEXT,
     "manual" BOOLEAN NOT NULL DEFAULT false,
+    "job_version" INTEGER NOT NULL DEFAULT 1,
     "attempt" INTEGER NOT NULL DEFAULT 0,
     "retry_at" TIMESTAMPTZ(3),
     "error" TEXT,
@@ -50,7 +51,9 @@ CREATE TABLE "cron_runs" (
 -- CreateIndex
 CREATE INDEX "cron_jobs_enabled_next_run_at_idx" ON "cron_jobs"("enabled", "next_run_at");
 CREATE INDEX "cron_jobs_target_idx" ON "cron_jobs"("target");
-CREATE UNIQUE INDEX "cron_runs_job_id_slot_key" ON "cron_runs"("job_id", "slot");
+-- Unique per scheduled slot; manual runs stand beside the schedule and never take a slot.
+CREATE UNIQUE INDEX "cron_runs_job_id_slot_key" ON "cron_runs"("job_id", "slot") WHERE NOT "manual";
+CREATE INDEX "cron_runs_job_id_slot_idx" ON "cron_runs"("job_id", "slot");
 CREATE INDEX "cron_runs_status_retry_at_idx" ON "cron_runs"("status", "retry_at");
 
 -- AddForeignKey

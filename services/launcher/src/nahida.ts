@@ -80,7 +80,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   });
   const cronJobs = new CronJobs({
     cron: repositories.cron,
-    transaction: (fn) => db.prisma.$transaction(fn),
+    // An edit waits for a scheduler's claim of the same job to commit; give it the time one can take.
+    transaction: (fn) => db.prisma.$transaction(fn, { timeout: 30_000, maxWait: 10_000 }),
     clock,
     defaultTz: env.NAHIDA_TIMEZONE,
     minIntervalMs: env.SCHEDULER_MIN_INTERVAL_MS,

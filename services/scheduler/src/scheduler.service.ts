@@ -25,16 +25,19 @@ export interface SchedulerOptions extends CronEffectsOptions {
   /** How often runs waiting for an outcome are checked. Default 1 s. */
   finishEveryMs?: number;
   retryBackoffMs?: readonly number[];
+  /** Finished runs older than this are deleted (each job's latest is kept). Default 30 days. */
+  runRetentionMs?: number;
   /**
    * The heartbeat standing still this long means no scheduler ran: the slots due meanwhile
-   * were missed (and follow their jobs' policy) rather than late. Default 5 s, or ten polls.
+   * were missed (and follow their jobs' policy) rather than late. Default 15 s, or ten
+   * polls; a shorter outage's slots fire late instead.
    */
   outageAfterMs?: number;
   /** Shortest time between two ticks of one replica (at most `pollMs`). Default 50 ms. */
   coalesceMs?: number;
 }
 
-const DEFAULT_OUTAGE_AFTER_MS = 5_000;
+const DEFAULT_OUTAGE_AFTER_MS = 15_000;
 const DEFAULT_COALESCE_MS = 50;
 
 export interface TickResult {
@@ -62,8 +65,14 @@ interface AfterCommit {
   lanes: Set<string>;
 }
 
-/** A notify still unsent this long after its slot (at least a minute after it was written) expires: never an alert hours late. */
-const expiryOf = (job: CronJob, slot: Date, now: Date) => new Date(Math.max(slot.getTime() + job.catchupWindowMs, now.getTime() + 60_000));
+/**
+ * A notify still unsent a catch-up window after its jittered instant (and at least a minute
+ * after it was written) expires: never an alert hours late.
+ */
+const expiryOf = (job: CronJob, slot: Date, now: Date) =>
+  new Date(Math.max(slot.getTime() + jitterFor(job.id, job.jitterMs)(slot) + job.catchupWindowMs, now.getTime() + 60_000));
+const PRUNE_EVERY_MS = 60_000;
+const FINISH_BATCH = 500;
 
 /**
  * The scheduler (docs/scheduler.md). Postgres is the source of truth and the only
@@ -88,7 +97,11 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   const outageAfterMs = o.outageAfterMs ?? Math.max(DEFAULT_OUTAGE_AFTER_MS, 10 * o.pollMs);
   const coalesceMs = Math.min(o.coalesceMs ?? DEFAULT_COALESCE_MS, o.pollMs);
   const log = o.logger;
+  const runRetentionMs = o.runRetentionMs ?? 30 * 86_400_000;
   let lastFinish = 0;
+  let lastPrune = 0;
+  /** The heartbeat, after every committed transaction: a long tick is not taken for an outage. */
+  const beat = () => o.cron.beat(o.clock.now());
 
   async function dispatch(after: AfterCommit): Promise<void> {
     // After the commit; a crash here leaves queued deliveries and lane items that the
@@ -141,6 +154,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
             slot: fire.slot,
             kind: job.payload.kind,
             status: "running" as const,
+            jobVersion: row.version,
             attempt: 1,
             deliveryIds: job.payload.kind === "notify" ? [ids.deliveryId] : [],
             sessionId: job.payload.kind === "agent_turn" && job.payload.session === "isolated" ? ids.sessionId : null,
@@ -170,6 +184,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       return rows.length;
     });
     await dispatch(after);
+    if (claimed > 0) await beat();
     return claimed;
   }
 
@@ -241,12 +256,19 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   async function startPending(now: Date, result: TickResult): Promise<void> {
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
     await o.transaction(async (tx) => {
-      for (const { run, job: row } of await o.cron.claimPendingRuns(now, batchSize, tx)) {
+      const pending = (await o.cron.claimPendingRuns(now, batchSize, tx)).map(({ run, job: row }) => {
         const read = readCronJob(row);
-        // A retry of a job that was paused or disabled since is not sent; a manual run is (it was asked for).
-        const paused = !row.enabled && row.nextSlot !== null && run.status === "retrying";
-        if (!read.ok || paused) {
-          await o.cron.updateRun(run.id, { status: "skipped", error: read.ok ? "the job was disabled before its retry" : read.error, finishedAt: now }, tx);
+        return { run, row, read, lane: read.ok ? (laneKeyOf(read.value, run.id) ?? "") : "" };
+      });
+      // In lane order, as fires append (see fireDue).
+      pending.sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
+      for (const { run, row, read } of pending) {
+        // A retry of a fire from before the job was paused or edited is not sent (the edit
+        // replaced what it would send, or when); a manual run is (it was asked for).
+        const stale = run.status === "retrying" && ((!row.enabled && row.nextSlot !== null) || row.version !== run.jobVersion);
+        if (!read.ok || stale) {
+          const error = !read.ok ? read.error : !row.enabled ? "the job was disabled before its retry" : "the job was edited before its retry";
+          await o.cron.updateRun(run.id, { status: "skipped", error, finishedAt: now }, tx);
           continue;
         }
         result.started += 1;
@@ -255,15 +277,17 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       }
     });
     await dispatch(after);
+    await beat();
   }
 
-  /** Runs whose delivery finished, or whose agent turn was answered or failed. */
-  async function finishEffects(now: Date, result: TickResult): Promise<void> {
-    const done = await o.cron.finishedEffects(batchSize);
-    if (done.length === 0) return;
+  /** Runs whose delivery finished, or whose agent turn was answered or failed; returns how many were looked at. */
+  async function finishEffects(now: Date, result: TickResult): Promise<number> {
+    const done = await o.cron.finishedEffects(FINISH_BATCH);
+    if (done.length === 0) return 0;
     const outcomes = new Map(done.map((d) => [d.runId, d.outcome]));
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
     await o.transaction(async (tx) => {
+      const succeeded: string[] = [];
       // The jobs are locked first, in id order, so replicas finishing runs of the same jobs
       // (and a job's delete) cannot deadlock.
       for (const { job, ...run } of await o.cron.lockRunning([...outcomes.keys()], tx)) {
@@ -273,13 +297,16 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
           await failed(job, run, outcome, now, tx, after);
           continue;
         }
-        await o.cron.updateRun(run.id, { status: "succeeded", finishedAt: now, ...(run.kind === "notify" ? { error: null } : {}) }, tx);
+        succeeded.push(run.id);
         if (job.consecutiveFailures > 0) await o.cron.recordOutcome(job.id, false, tx);
         // A finished one-shot (an `at`, or a job at max_runs) with delete_after_run goes away.
         if (job.deleteAfterRun && !job.enabled && job.nextSlot === null) await o.cron.delete(job.id, tx);
       }
+      await o.cron.succeedRuns(succeeded, now, tx);
     });
     await dispatch(after);
+    await beat();
+    return done.length;
   }
 
   async function tick(): Promise<TickResult> {
@@ -289,17 +316,22 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     if (outage) log.warn({ from: outage.from.toISOString(), to: outage.to.toISOString() }, "no scheduler ran in this span; its slots follow their jobs' missed policy");
     const result: TickResult = { nextDueAt: look.nextDueAt, fired: 0, recorded: 0, started: 0, finished: 0 };
     if (look.nextDueAt && look.nextDueAt.getTime() <= now.getTime()) {
-      // Batch after batch while full; a beat after each committed one, so a long backlog is
-      // not taken for an outage while claims that keep failing are.
-      while ((await fireDue(now, result)) === batchSize) await o.cron.beat(o.clock.now());
+      // Batch after batch while full; each committed one beats, so a long backlog is not taken
+      // for an outage, while claims that keep failing are.
+      while ((await fireDue(now, result)) === batchSize);
       result.nextDueAt = (await o.cron.glance(now)).nextDueAt;
     }
     if (look.pendingRuns) await startPending(now, result);
     if (now.getTime() - lastFinish >= finishEveryMs) {
       lastFinish = now.getTime();
-      await finishEffects(now, result);
+      // Batch after batch while full, a few at most: a backlog shrinks without holding the tick.
+      for (let i = 0; i < 5 && (await finishEffects(now, result)) === FINISH_BATCH; i++);
     }
-    await o.cron.beat(now);
+    if (now.getTime() - lastPrune >= PRUNE_EVERY_MS) {
+      lastPrune = now.getTime();
+      await o.cron.pruneRuns(new Date(now.getTime() - runRetentionMs), 1_000);
+    }
+    await beat();
     return result;
   }
 

@@ -33,6 +33,8 @@ export interface NewCronRun {
   kind: CronPayload["kind"];
   status: CronRunStatus;
   manual?: boolean;
+  /** The job's version at fire time. */
+  jobVersion?: number;
   attempt?: number;
   /** An insert takes at most one (the fire's delivery, named before it is written). */
   deliveryIds?: string[];
@@ -161,17 +163,17 @@ export class CronRepository {
     if (runs.length === 0) return new Set();
     const rows = runs.map((r) => ({ ...r, id: r.id ?? randomUUID() }));
     const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO cron_runs (id, job_id, slot, kind, status, manual, attempt, delivery_ids, session_id, error, retry_at, finished_at)
-      SELECT id, job_id, slot, kind, status, manual, attempt, CASE WHEN delivery_id IS NULL THEN '{}'::text[] ELSE ARRAY[delivery_id::text] END,
+      INSERT INTO cron_runs (id, job_id, slot, kind, status, manual, job_version, attempt, delivery_ids, session_id, error, retry_at, finished_at)
+      SELECT id, job_id, slot, kind, status, manual, job_version, attempt, CASE WHEN delivery_id IS NULL THEN '{}'::text[] ELSE ARRAY[delivery_id::text] END,
              session_id, error, retry_at, finished_at
         FROM unnest(
           ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.jobId)}::uuid[], ${rows.map((r) => r.slot)}::timestamptz[],
           ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.manual ?? false)}::boolean[],
-          ${rows.map((r) => r.attempt ?? 0)}::int[], ${rows.map((r) => r.deliveryIds?.[0] ?? null)}::uuid[],
+          ${rows.map((r) => r.jobVersion ?? 1)}::int[], ${rows.map((r) => r.attempt ?? 0)}::int[], ${rows.map((r) => r.deliveryIds?.[0] ?? null)}::uuid[],
           ${rows.map((r) => r.sessionId ?? null)}::uuid[], ${rows.map((r) => r.error ?? null)}::text[],
           ${rows.map((r) => r.retryAt ?? null)}::timestamptz[], ${rows.map((r) => r.finishedAt ?? null)}::timestamptz[])
-          AS u(id, job_id, slot, kind, status, manual, attempt, delivery_id, session_id, error, retry_at, finished_at)
-      ON CONFLICT (job_id, slot) DO NOTHING
+          AS u(id, job_id, slot, kind, status, manual, job_version, attempt, delivery_id, session_id, error, retry_at, finished_at)
+      ON CONFLICT (job_id, slot) WHERE NOT manual DO NOTHING
       RETURNING id::text AS id`;
     return new Set(inserted.map((r) => r.id));
   }
@@ -351,6 +353,14 @@ export class CronRepository {
     return { nextDueAt: row?.next_due ?? null, pendingRuns: row?.pending ?? false };
   }
 
+  /** Marks runs succeeded, in one statement. */
+  async succeedRuns(ids: readonly string[], at: Date, tx: Tx): Promise<void> {
+    if (ids.length === 0) return;
+    await tx.$executeRaw`
+      UPDATE cron_runs SET status = 'succeeded', finished_at = ${at}, error = CASE WHEN kind = 'notify' THEN NULL ELSE error END
+       WHERE id = ANY(${[...ids]}::uuid[])`;
+  }
+
   async updateRun(id: string, patch: Partial<Omit<NewCronRun, "id" | "jobId" | "slot" | "kind">>, tx?: Tx): Promise<void> {
     const { deliveryIds, ...rest } = patch;
     await (tx ?? this.prisma).cronRun.update({ where: { id }, data: { ...rest, ...(deliveryIds ? { deliveryIds } : {}) } });
@@ -368,10 +378,27 @@ export class CronRepository {
     return { runs, total };
   }
 
-  /** The most recent run of each job. */
+  /** The most recent run of each job (one indexed read per job, however long its history). */
   async lastRuns(jobIds: readonly string[]): Promise<Map<string, CronRun>> {
     if (jobIds.length === 0) return new Map();
-    const runs = await this.prisma.cronRun.findMany({ where: { jobId: { in: [...jobIds] } }, orderBy: { slot: "desc" }, distinct: ["jobId"] });
+    const ids = await this.prisma.$queryRaw<{ id: string }[]>`
+      SELECT l.id::text AS id FROM unnest(${[...jobIds]}::uuid[]) AS j(id)
+        CROSS JOIN LATERAL (SELECT id FROM cron_runs WHERE job_id = j.id ORDER BY slot DESC LIMIT 1) l`;
+    const runs = await this.prisma.cronRun.findMany({ where: { id: { in: ids.map((r) => r.id) } } });
     return new Map(runs.map((r) => [r.jobId, r]));
   }
+
+  /**
+   * Deletes finished runs older than `before`, at most `limit` of them, keeping each job's
+   * latest. Returns how many went.
+   */
+  async pruneRuns(before: Date, limit: number): Promise<number> {
+    return this.prisma.$executeRaw`
+      DELETE FROM cron_runs WHERE id IN (
+        SELECT r.id FROM cron_runs r
+         WHERE r.finished_at < ${before} AND r.status IN ('succeeded', 'failed', 'skipped', 'missed')
+           AND r.slot < (SELECT max(slot) FROM cron_runs m WHERE m.job_id = r.job_id)
+         LIMIT ${limit})`;
+  }
+
 }
