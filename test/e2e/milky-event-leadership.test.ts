@@ -75,6 +75,9 @@ describe("one Milky event connection per account across replicas", () => {
     const holder = a.ingress.stream!.isLeader ? a : b;
     const other = holder === a ? b : a;
     expect(other.ingress.stream!.isLeader).toBe(false);
+    // Both ready: the holder has its connection, the other knows it is a follower.
+    expect(await holder.ingress.readiness()).toEqual({ ok: true });
+    expect(await other.ingress.readiness()).toEqual({ ok: true });
 
     let mostConnections = 0;
     const watch = setInterval(() => (mostConnections = Math.max(mostConnections, milky.eventClients().websocket)), 20);
@@ -100,6 +103,7 @@ describe("one Milky event connection per account across replicas", () => {
         }
       })();
       await waitFor(async () => other.ingress.stream!.isLeader && milky.eventClients().websocket === 1, TTL_MS * 3, "the other replica to connect");
+      await waitFor(async () => ((await other.ingress.readiness()).ok ? true : undefined), 5_000, "the new holder to be ready");
       expect(Date.now() - diedAt).toBeLessThan(TTL_MS + TTL_MS / 3 + 1_000);
       await pushing;
       for (let i = 0; i < 3; i++) await push(`after ${i}`);

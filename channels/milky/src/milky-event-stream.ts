@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import { WebSocket } from "ws";
 import { z } from "zod";
-import { systemClock, type Clock } from "@nahida/contracts";
+import { systemClock, type Clock, type Readiness } from "@nahida/contracts";
 import type { Logger } from "@nahida/observability";
 import { LeaderLoop, sleep, type RedisLeadership } from "@nahida/queue";
 import type { MilkyApiClient } from "./milky-api.client";
@@ -114,6 +114,8 @@ export class MilkyEventStream {
   /** The order events are stored in: each waits for the one before. */
   private chain: Promise<void> = Promise.resolve();
   private waiting = 0;
+  /** An event connection is open (WebSocket open, or SSE stream answered). */
+  private connected = false;
   private catchUps = new Set<Promise<void>>();
 
   constructor(private readonly o: MilkyEventStreamOptions) {
@@ -125,6 +127,22 @@ export class MilkyEventStream {
 
   get isLeader(): boolean {
     return this.loop.isLeader;
+  }
+
+  /**
+   * The holder is ready while its event connection is open; a follower while another
+   * replica holds the connection's lease. Nobody holding it is not ready: no event is taken.
+   */
+  async readiness(): Promise<Readiness> {
+    if (this.loop.isLeader) return this.connected ? { ok: true } : { ok: false, reason: "the Milky event connection is not open" };
+    switch (await this.o.leadership.holder()) {
+      case "other":
+        return { ok: true };
+      case "self":
+        return { ok: false, reason: "the event connection's lease is ours but it is not open yet" };
+      case "none":
+        return { ok: false, reason: "no replica holds the Milky event connection" };
+    }
   }
 
   start(): void {
@@ -197,6 +215,7 @@ export class MilkyEventStream {
       ws.on("pong", () => (alive = true));
       ws.on("open", () => {
         openedAt = this.now();
+        this.connected = true;
         this.o.logger.info({ transport: "websocket" }, "milky event connection open");
         this.afterOpen(connection);
       });
@@ -213,6 +232,7 @@ export class MilkyEventStream {
         if (openedAt === undefined) reject(new Error(redact(error.message, this.o.accessToken)));
       });
       ws.on("close", () => {
+        this.connected = false;
         clearInterval(ping);
         signal.removeEventListener("abort", onAbort);
         resolve(openedAt);
@@ -228,6 +248,7 @@ export class MilkyEventStream {
       throw new Error(`the implementation refused the event stream: HTTP ${response.status}${response.status === 401 ? " (check MILKY_ACCESS_TOKEN)" : ""}`);
     }
     const openedAt = this.now();
+    this.connected = true;
     this.o.logger.info({ transport: "sse" }, "milky event connection open");
     this.afterOpen(connection);
     const parser = new SseParser((data) => this.offer(data, connection));
@@ -251,6 +272,7 @@ export class MilkyEventStream {
       if (!signal.aborted) this.o.logger.warn({ err: (error as Error).message }, "milky event stream broke off");
     } finally {
       clearTimeout(idle);
+      this.connected = false;
     }
     return openedAt;
   }

@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger } from "fastify";
 import type { Redis } from "ioredis";
 import { GetLoginInfoOutput } from "@saltify/milky-types";
 import { ChannelStartError } from "@nahida/channels";
-import { isChannelName, recoveryTimings } from "@nahida/contracts";
+import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
 import { errorHandlerPlugin } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
@@ -40,6 +40,8 @@ export interface RunningMilkyIngress {
   nickname: string;
   stream?: MilkyEventStream;
   webhookAddress?: string;
+  /** WebSocket/SSE: the event stream's ({@link MilkyEventStream.readiness}); webhook: while the receiver listens. */
+  readiness(): Promise<Readiness>;
   stop(): Promise<void>;
 }
 
@@ -85,7 +87,7 @@ export async function startMilkyIngress(o: MilkyIngressOptions): Promise<Running
       ...o.eventStream,
     });
     stream.start();
-    return { selfId: me.uin, nickname: me.nickname, stream, stop: () => stream.stop() };
+    return { selfId: me.uin, nickname: me.nickname, stream, readiness: () => stream.readiness(), stop: () => stream.stop() };
   }
 
   if (!o.accessToken) throw new ChannelStartError("ACCESS_TOKEN", "the webhook transport needs the access token to check pushes");
@@ -98,5 +100,6 @@ export async function startMilkyIngress(o: MilkyIngressOptions): Promise<Running
   await server.register(errorHandlerPlugin);
   await server.register(milkyWebhookRoute, { path: o.webhook.path ?? `/${channel}/webhook`, accessToken: o.accessToken, acceptEvent, logger });
   const address = await server.listen({ host: o.webhook.host, port: o.webhook.port });
-  return { selfId: me.uin, nickname: me.nickname, webhookAddress: address, stop: () => server.close() };
+  const readiness = async (): Promise<Readiness> => (server.server.listening ? { ok: true } : { ok: false, reason: "the webhook receiver is not listening" });
+  return { selfId: me.uin, nickname: me.nickname, webhookAddress: address, readiness, stop: () => server.close() };
 }

@@ -56,6 +56,6 @@ export const milkyChannel: ChannelModule<MilkyEnv> = {
       leaderTtlMs: deps.leadershipTtlMs,
       webhook: { host: c.WEBHOOK_HOST, port: c.WEBHOOK_PORT, bodyLimitBytes: deps.bodyLimitBytes, ...(c.WEBHOOK_PATH ? { path: c.WEBHOOK_PATH } : {}) },
     });
-    return { stop: ingress.stop, describe: { account: ingress.selfId, transport: c.EVENT_TRANSPORT, webhook: ingress.webhookAddress } };
+    return { stop: ingress.stop, readiness: ingress.readiness, describe: { account: ingress.selfId, transport: c.EVENT_TRANSPORT, webhook: ingress.webhookAddress } };
   },
 };
