@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pushPrivateText, startDeployment, type Deployment } from "../support/deployment";
 import { waitFor } from "../support/infra";
-import { TEST_BOT_TOKEN } from "../support/nahida-harness";
+import { TEST_BOT_TOKEN, sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { freePort } from "../support/ports";
 
 /** Sample values by `name{labels}` as exposed, after checking every sample has its `# TYPE`. */
@@ -133,5 +133,30 @@ describe("/metrics of separate processes (NAHIDA_HEALTH_PORT)", () => {
     expect(delivery.samples.get('nahida_deliveries_total{channel="telegram",outcome="waiting"}')).toBe(1);
     expect(delivery.samples.get('nahida_delivery_send_duration_seconds_count{channel="telegram",outcome="error"}')).toBe(1);
     expect(delivery.samples.get('nahida_queue_job_duration_seconds_count{queue="outbound",outcome="delayed"}')).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("/metrics of the gateway (all services in one process)", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("metrics_gw");
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("is served on the gateway's port without a token, from the process's one registry", async () => {
+    h.openai.enqueue({ content: "One process" });
+    h.telegram.pushUpdate({
+      message: { message_id: 1, from: { id: 5550003, is_bot: false, first_name: "F" }, chat: { id: 5550003, type: "private", first_name: "F" }, date: 1778400180, text: "hi" },
+    });
+    await sentTo(h, 5550003, 1);
+    const gateway = await waitFor(async () => {
+      const s = await scrape(h.nahida.gatewayAddress!);
+      return s.samples.get('nahida_deliveries_total{channel="telegram",outcome="sent"}') === 1 ? s : undefined;
+    }, 10_000, "the delivery counter on the gateway");
+    expect(gateway.samples.get('nahida_inbound_events_total{channel="telegram",outcome="stored"}')).toBe(1);
+    expect(gateway.samples.get('nahida_llm_calls_total{model="fake-model",outcome="ok"}')).toBe(1);
+    expect((await h.nahida.metrics.render()).body).toContain('nahida_deliveries_total{channel="telegram",outcome="sent"} 1');
   });
 });

@@ -107,22 +107,37 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
       }
     },
   });
-  const openItems = new Gauge({ name: "nahida_lane_open_items", help: "Lane items pending or running, read at scrape time", registers });
+  // Both lane gauges come from one query; the registry collects them concurrently, so the
+  // second to ask shares the first's read.
+  let openRead: Promise<{ count: number; oldestCreatedAt: Date | null } | undefined> | undefined;
+  const readOpen = () =>
+    (openRead ??= (async () => {
+      if (!sources.openLaneItems) return undefined;
+      try {
+        return await sources.openLaneItems();
+      } catch (error) {
+        failed("openLaneItems", error);
+        return undefined;
+      }
+    })().finally(() => (openRead = undefined)));
+  new Gauge({
+    name: "nahida_lane_open_items",
+    help: "Lane items pending or running, read at scrape time",
+    registers,
+    async collect() {
+      this.reset();
+      const open = await readOpen();
+      if (open) this.set(open.count);
+    },
+  });
   new Gauge({
     name: "nahida_lane_oldest_open_item_age_seconds",
     help: "Age of the oldest pending or running lane item (0 when none), read at scrape time",
     registers,
     async collect() {
       this.reset();
-      openItems.reset();
-      if (!sources.openLaneItems) return;
-      try {
-        const open = await sources.openLaneItems();
-        openItems.set(open.count);
-        this.set(open.oldestCreatedAt ? Math.max(0, (now() - open.oldestCreatedAt.getTime()) / 1000) : 0);
-      } catch (error) {
-        failed("openLaneItems", error);
-      }
+      const open = await readOpen();
+      if (open) this.set(open.oldestCreatedAt ? Math.max(0, (now() - open.oldestCreatedAt.getTime()) / 1000) : 0);
     },
   });
 
