@@ -27,7 +27,8 @@ export interface Deployment {
   replicas: Replica[];
   /** One entry (role, pid, exit code, output tail) per process that exited without being killed. */
   crashes: string[];
-  start(role: Role): Promise<Replica>;
+  /** Starts one more replica; `env` adds to the deployment's (a role's own NAHIDA_HEALTH_PORT). */
+  start(role: Role, env?: Record<string, string>): Promise<Replica>;
   /**
    * SIGKILLs one live replica of `role` (the poller leader for the ingress) and starts its
    * replacement. It waits for an earlier replacement of the role first, so one replica of
@@ -75,8 +76,8 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
     ...env,
   };
 
-  async function start(role: Role): Promise<Replica> {
-    const proc = await spawnTsProcess(MAIN, { ...baseEnv, NAHIDA_SERVICES: role }, { readyText: "nahida started", timeoutMs: 60_000 });
+  async function start(role: Role, extra: Record<string, string> = {}): Promise<Replica> {
+    const proc = await spawnTsProcess(MAIN, { ...baseEnv, ...extra, NAHIDA_SERVICES: role }, { readyText: "nahida started", timeoutMs: 60_000 });
     const replica: Replica = { role, proc, killed: false };
     void proc.exited.then((code) => {
       if (!replica.killed) crashes.push(`${role} pid ${proc.pid} exited (${code}):\n${proc.output().slice(-3_000)}`);

@@ -20,7 +20,7 @@ export function createMilkyEventHandler(o: MilkyEventHandlerOptions) {
   const accountId = String(o.selfId);
   return async function acceptEvent(event: unknown): Promise<IntakeOutcome> {
     const normalized = normalizeMilkyEvent(event, { selfId: o.selfId, channel });
-    if (normalized.kind === "ignored") return normalized;
+    if (normalized.kind === "ignored") return o.intake.ignore(channel, normalized.reason);
     const { kind: _kind, ...candidate } = normalized;
     return o.intake.accept({ channel, accountId, ...candidate });
   };

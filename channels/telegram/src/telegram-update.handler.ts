@@ -57,7 +57,7 @@ export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOption
       rolesFor: (chatId, senderId) =>
         chat && chat.type !== "private" && senderId === chatId ? ["admin"] : options.admins?.rolesFor(chatId, senderId) ?? [],
     });
-    if (event.kind === "ignored") return event;
+    if (event.kind === "ignored") return options.intake.ignore(channel, event.reason);
     const { kind: _kind, ...candidate } = event;
     return options.intake.accept({ channel, accountId, ...candidate });
   };

@@ -1,2 +1,3 @@
 export * from "./error-handler.plugin";
 export * from "./readiness";
+export * from "./metrics.route";

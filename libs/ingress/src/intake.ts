@@ -2,6 +2,7 @@ import { InboundMessage, MessageContext, parseChatAddress, parseCommand } from "
 import type { Redis } from "ioredis";
 import { isDataError, laneKeyForChat, type InboundMessageRepository, type LaneAppend } from "@nahida/db";
 import { interruptLane, wakeLane } from "@nahida/lanes";
+import type { InboundMetrics } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
 
 /** One normalized platform event, ready to be stored. */
@@ -47,6 +48,8 @@ export interface IntakeOptions {
    * reach the command after the run it is meant to stop.
    */
   interrupt(laneKey: string): Promise<void>;
+  /** Counts every outcome by channel (`nahida_inbound_events_total`). */
+  metrics?: InboundMetrics;
 }
 
 export interface Intake {
@@ -57,6 +60,8 @@ export interface Intake {
    * deliver the event again.
    */
   accept(candidate: IntakeCandidate): Promise<IntakeOutcome>;
+  /** An event the channel's normalizer dropped: never stored, counted with the rest. */
+  ignore(channel: string, reason: string): IntakeOutcome;
 }
 
 /**
@@ -96,37 +101,48 @@ function laneAppend(message: InboundMessage, chatType: string): { append: LaneAp
  * sweeper.
  */
 export function createIntake(options: IntakeOptions): Intake {
+  const counted = (channel: string, outcome: IntakeOutcome): IntakeOutcome => {
+    options.metrics?.events.inc({ channel, outcome: outcome.kind });
+    return outcome;
+  };
   return {
     async accept(candidate) {
-      const clean = stripNul(candidate);
-      const checked = checkCandidate(clean);
-      if (checked.kind === "unstorable") return checked;
-      const laneKey = laneKeyForChat(checked.message.chat);
-      const { append, command } = laneAppend(checked.message, checked.chatType);
-      let stored;
-      try {
-        stored = await options.inbound.store(
-          {
-            dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
-            // Keys were not scoped by account before this release.
-            legacyDedupeKey: clean.dedupeKey,
-            message: checked.message,
-            context: checked.context,
-            raw: clean.raw,
-          },
-          { key: laneKey, append },
-        );
-      } catch (error) {
-        if (!isDataError(error)) throw error;
-        return { kind: "unstorable", reason: `Postgres refused the data: ${postgresMessage(error)}` };
-      }
-      if (stored.queued) {
-        if (command?.name === "stop") await options.interrupt(laneKey);
-        await options.wake(laneKey);
-      }
-      return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
+      return counted(candidate.channel, await store(candidate));
+    },
+    ignore(channel, reason) {
+      return counted(channel, { kind: "ignored", reason });
     },
   };
+
+  async function store(candidate: IntakeCandidate): Promise<IntakeOutcome> {
+    const clean = stripNul(candidate);
+    const checked = checkCandidate(clean);
+    if (checked.kind === "unstorable") return checked;
+    const laneKey = laneKeyForChat(checked.message.chat);
+    const { append, command } = laneAppend(checked.message, checked.chatType);
+    let stored;
+    try {
+      stored = await options.inbound.store(
+        {
+          dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
+          // Keys were not scoped by account before this release.
+          legacyDedupeKey: clean.dedupeKey,
+          message: checked.message,
+          context: checked.context,
+          raw: clean.raw,
+        },
+        { key: laneKey, append },
+      );
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      return { kind: "unstorable", reason: `Postgres refused the data: ${postgresMessage(error)}` };
+    }
+    if (stored.queued) {
+      if (command?.name === "stop") await options.interrupt(laneKey);
+      await options.wake(laneKey);
+    }
+    return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
+  }
 }
 
 type Checked = { kind: "valid"; message: InboundMessage; context: MessageContext; chatType: string } | { kind: "unstorable"; reason: string };
@@ -161,9 +177,10 @@ function postgresMessage(error: unknown): string {
  * The intake as a deployment wires it: lanes are woken on the `lanes` queue and `/stop`
  * interrupts through the lanes' pub/sub channel.
  */
-export function createLaneIntake(o: { inbound: IntakeOptions["inbound"]; lanes: TypedQueue<"lanes">; redis: Redis; prefix: string }): Intake {
+export function createLaneIntake(o: { inbound: IntakeOptions["inbound"]; lanes: TypedQueue<"lanes">; redis: Redis; prefix: string; metrics?: InboundMetrics }): Intake {
   return createIntake({
     inbound: o.inbound,
+    ...(o.metrics ? { metrics: o.metrics } : {}),
     wake: (laneKey) => wakeLane(o.lanes, laneKey),
     interrupt: (laneKey) => interruptLane(o.redis, o.prefix, laneKey),
   });

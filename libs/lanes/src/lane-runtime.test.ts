@@ -10,7 +10,7 @@ import {
   waitFor,
   type TestDatabase,
 } from "../../../test/support/infra";
-import { LaneProducer, LaneRuntime, type LaneHandler, type LaneRunContext } from "./lane-runtime";
+import { LaneProducer, LaneRuntime, runOutcomeLabel, type LaneHandler, type LaneRunContext } from "./lane-runtime";
 import { LaneStore, LeaseLostError } from "./lane.store";
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -241,5 +241,15 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     expect(item?.status).toBe("running");
     // Hand the lane back so the runtime's later sweeps do not touch a foreign lease forever.
     await t.db.pool.query("UPDATE lanes SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE key = $1", [lane]);
+  });
+});
+
+describe("runOutcomeLabel", () => {
+  it("names every outcome of a started run", () => {
+    expect(runOutcomeLabel({ kind: "ran" })).toBe("completed");
+    expect(runOutcomeLabel({ kind: "failed", retryInMs: 1 })).toBe("failed");
+    expect(runOutcomeLabel({ kind: "failed", retryInMs: 1, outage: true })).toBe("outage");
+    expect(runOutcomeLabel({ kind: "handed-back" })).toBe("handed_back");
+    expect(runOutcomeLabel({ kind: "lease-lost" })).toBe("lease_lost");
   });
 });

@@ -2,6 +2,7 @@ import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { isOutage, type Tx } from "@nahida/db";
 import { recoveryTimings, type LaneMode, type Readiness, type RecoveryTimings } from "@nahida/contracts";
+import { secondsSince, type LaneMetrics, type LaneRunOutcome, type QueueMetrics } from "@nahida/observability";
 import { consumerReadiness, createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
 import { startLaneSweeper } from "./lane.sweeper";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
@@ -83,6 +84,10 @@ export interface LaneRuntimeOptions {
    * (their items return to pending without counting the attempt). Default 10 s.
    */
   shutdownGraceMs?: number;
+  /** Run counts and durations. */
+  metrics?: LaneMetrics;
+  /** Wait and handler times of the `lanes` queue. */
+  queueMetrics?: QueueMetrics;
 }
 
 /**
@@ -131,13 +136,32 @@ export class LaneProducer {
   }
 }
 
-type RunOutcome =
+export type RunOutcome =
   /** `lastSeq`: the newest item the run took (absent when nothing ran). */
   | { kind: "ran"; lastSeq?: bigint }
   | { kind: "empty" }
   | { kind: "lease-lost" }
   | { kind: "handed-back" }
-  | { kind: "failed"; retryInMs: number };
+  /** `outage`: Postgres or Redis was away; the attempt did not count. */
+  | { kind: "failed"; retryInMs: number; outage?: boolean };
+
+/** The `outcome` label of `nahida_lane_runs_total` for a run that started. */
+export function runOutcomeLabel(outcome: Exclude<RunOutcome, { kind: "empty" }>): LaneRunOutcome {
+  switch (outcome.kind) {
+    case "ran":
+      return "completed";
+    case "failed":
+      return outcome.outage ? "outage" : "failed";
+    case "handed-back":
+      return "handed_back";
+    case "lease-lost":
+      return "lease_lost";
+    default: {
+      const unreachable: never = outcome;
+      throw new Error(`unknown run outcome ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
 
 export type DrainOutcome = "drained" | "busy" | "yielded" | "failed" | "lease-lost";
 
@@ -154,7 +178,7 @@ export class LaneRuntime {
   private stopping = false;
   /** Stop switches of the runs in progress in this process, by lane. */
   private readonly active = new Map<string, AbortController>();
-  private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId">>;
+  private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId" | "metrics" | "queueMetrics">>;
 
   constructor(private readonly options: LaneRuntimeOptions) {
     this.store = new LaneStore(options.db);
@@ -183,6 +207,7 @@ export class LaneRuntime {
         onFailed: (job: Job | undefined, error: Error) =>
           this.options.logger.warn({ laneKey: job?.data?.laneKey, err: error.message }, "lane wake failed"),
         onError: (error) => this.options.logger.error({ err: error.message }, "lane worker error"),
+        ...(this.options.queueMetrics ? { metrics: this.options.queueMetrics } : {}),
       },
     );
     this.sweep = startLaneSweeper({
@@ -331,6 +356,19 @@ export class LaneRuntime {
       }
       items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
     }
+    const started = performance.now();
+    const outcome = await this.run(lease, signal, runId, items);
+    const metrics = this.options.metrics;
+    if (metrics) {
+      const label = runOutcomeLabel(outcome);
+      metrics.runs.inc({ outcome: label });
+      metrics.runDurationSeconds.observe({ outcome: label }, secondsSince(started));
+    }
+    return outcome;
+  }
+
+  /** Runs one started run and commits it, or fails, hands back or discards it. */
+  private async run(lease: Lease, signal: AbortSignal, runId: string, items: LaneItemRow[]): Promise<Exclude<RunOutcome, { kind: "empty" }>> {
     // Open items come oldest first, so every open item up to this one is in the run.
     const lastSeq = items.reduce((max, i) => (i.seq > max ? i.seq : max), 0n);
     const stop = new AbortController();
@@ -389,7 +427,7 @@ export class LaneRuntime {
         await this.store.handBack(lease, runId).catch((e: unknown) =>
           this.options.logger.warn({ laneKey: lease.laneKey, runId, err: (e as Error).message }, "could not hand the run back yet"),
         );
-        return { kind: "failed", retryInMs: this.o.retryBackoffMs };
+        return { kind: "failed", retryInMs: this.o.retryBackoffMs, outage: true };
       }
       this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run failed");
       const attempt = Math.max(...items.map((i) => i.attempts));

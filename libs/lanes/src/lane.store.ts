@@ -206,6 +206,19 @@ export class LaneStore {
     return rows.map((r) => ({ ...r, seq: BigInt(r.seq) }));
   }
 
+  /**
+   * Open items of every lane and the oldest one's creation, for the scrape-time gauges:
+   * both read the partial index of open items; the count stops at `cap`.
+   */
+  async openItemStats(cap = 100_000): Promise<{ count: number; oldestCreatedAt: Date | null }> {
+    const { rows } = await this.pool.query<{ count: number; oldest: Date | null }>(
+      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
+              (SELECT min(created_at) FROM lane_items WHERE status IN ('pending', 'running')) AS oldest`,
+      [cap],
+    );
+    return { count: rows[0]?.count ?? 0, oldestCreatedAt: rows[0]?.oldest ?? null };
+  }
+
   async hasOpenItems(laneKey: string): Promise<boolean> {
     const { rows } = await this.pool.query<{ open: boolean }>(
       "SELECT EXISTS (SELECT 1 FROM lane_items WHERE lane_key = $1 AND status IN ('pending', 'running')) AS open",

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { TEST_REDIS_URL, clearQueuePrefix, testQueuePrefix, waitFor } from "../../../test/support/infra";
 import { createRedis } from "./redis";
-import { InvalidJobPayloadError, TypedQueue, createConsumer } from "./typed-queue";
+import { InvalidJobPayloadError, TypedQueue, createConsumer, jobWaitSeconds } from "./typed-queue";
 
 describe("TypedQueue", () => {
   let redis: Redis;
@@ -65,5 +65,14 @@ describe("TypedQueue", () => {
     } finally {
       await worker.close();
     }
+  });
+});
+
+describe("jobWaitSeconds", () => {
+  it("counts from when the job could first run, never below zero", () => {
+    expect(jobWaitSeconds(1_000, 0, 1_250)).toBe(0.25);
+    expect(jobWaitSeconds(1_000, 5_000, 6_500)).toBe(0.5);
+    // Clocks of two hosts: a start stamped before the add is no wait, not a negative one.
+    expect(jobWaitSeconds(1_000, 0, 900)).toBe(0);
   });
 });

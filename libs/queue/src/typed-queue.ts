@@ -1,5 +1,6 @@
-import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
+import { DelayedError, Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
+import { secondsSince, type QueueMetrics } from "@nahida/observability";
 import { jobCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName, type Readiness } from "@nahida/contracts";
 
 export interface QueueOptions {
@@ -117,6 +118,8 @@ export interface ConsumerOptions {
   stalledIntervalMs: number;
   onFailed?: (job: Job | undefined, error: Error) => void;
   onError?: (error: Error) => void;
+  /** Wait and handler times of this queue's jobs. */
+  metrics?: QueueMetrics;
 }
 
 /**
@@ -131,7 +134,22 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
       if (!handler) throw new InvalidJobPayloadError(`no handler for ${queue}/${job.name}`);
       const parsed = definition(queue, job.name).schema.safeParse(job.data);
       if (!parsed.success) throw new InvalidJobPayloadError(`${queue}/${job.name}: ${parsed.error.message}`);
-      return handler(parsed.data, job, token);
+      const metrics = options.metrics;
+      if (!metrics) return handler(parsed.data, job, token);
+      // Only a job's first start waited in the queue; later ones waited out a backoff or a delay of its own.
+      if (job.attemptsStarted <= 1 && job.processedOn) metrics.jobWaitSeconds.observe({ queue }, jobWaitSeconds(job.timestamp, job.delay, job.processedOn));
+      const started = performance.now();
+      let outcome = "failed";
+      try {
+        const result = await handler(parsed.data, job, token);
+        outcome = "completed";
+        return result;
+      } catch (error) {
+        if (error instanceof DelayedError) outcome = "delayed";
+        throw error;
+      } finally {
+        metrics.jobDurationSeconds.observe({ queue, outcome }, secondsSince(started));
+      }
     },
     {
       connection: options.connection,
@@ -146,6 +164,17 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
   if (options.onFailed) worker.on("failed", options.onFailed);
   worker.on("error", options.onError ?? (() => undefined));
   return worker;
+}
+
+/** Seconds a job waited: from when it could first run (added, plus its delay) to its start; never negative. */
+export function jobWaitSeconds(addedAtMs: number, delayMs: number, startedAtMs: number): number {
+  return Math.max(0, startedAtMs - addedAtMs - delayMs) / 1000;
+}
+
+/** Jobs per queue and state for the `nahida_queue_jobs` gauge: one `getJobCounts` per queue. */
+export async function queueJobCounts(queues: readonly TypedQueue<QueueName>[]): Promise<{ queue: string; state: string; count: number }[]> {
+  const counts = await Promise.all(queues.map(async (q) => ({ queue: q.name, counts: await q.queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized", "waiting-children") })));
+  return counts.flatMap(({ queue, counts }) => Object.entries(counts).map(([state, count]) => ({ queue, state, count })));
 }
 
 /** A consumer is ready while it runs and is not closing: it takes jobs from its queue. */

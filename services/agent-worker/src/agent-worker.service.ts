@@ -4,7 +4,7 @@ import type { Clock, Readiness, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneProducer, LaneRuntime, laneInterruptChannel } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
-import type { Logger } from "@nahida/observability";
+import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
 import type { Outbox } from "@nahida/outbox";
 import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
@@ -54,6 +54,8 @@ export interface AgentWorkerOptions {
   /** On stop, how long running runs may finish before they are handed back to other workers. */
   shutdownGraceMs: number;
   logger: Logger;
+  /** Lane runs, and wait and handler times of the `lanes` and `inbound` queues. */
+  metrics?: { lanes: LaneMetrics; queue: QueueMetrics };
 }
 
 export interface RunningAgentWorker {
@@ -94,6 +96,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     maxAttempts: MAX_ATTEMPTS,
     shutdownGraceMs: o.shutdownGraceMs,
     logger,
+    ...(o.metrics ? { metrics: o.metrics.lanes, queueMetrics: o.metrics.queue } : {}),
     handler: createSessionRunHandler({
       redis: o.redis,
       prefix: o.prefix,
@@ -137,6 +140,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       stalledIntervalMs: o.timings.stalledCheckMs,
       onFailed: (job, error) => logger.warn({ jobId: job?.id, err: error.message }, "inbound job failed"),
       onError: (error) => logger.error({ err: error.message }, "inbound worker error"),
+      ...(o.metrics ? { metrics: o.metrics.queue } : {}),
     },
   );
   lanes.start();

@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from "bullmq";
 import { OutboundMessage, parseChatAddress, type Clock, type RecoveryTimings } from "@nahida/contracts";
 import { isOutage, type DeliveryRepository } from "@nahida/db";
-import type { Logger } from "@nahida/observability";
+import { secondsSince, type DeliveryMetricOutcome, type DeliveryMetrics, type Logger } from "@nahida/observability";
 import { PermanentJobError } from "@nahida/queue";
 import { ChannelSendError, type ChannelRegistry } from "@nahida/channels";
 
@@ -18,6 +18,8 @@ export interface DeliverMessageOptions {
    * row fails, also when parts of it are out already. Default {@link DEFAULT_UNAVAILABLE_MAX_WAIT_MS}.
    */
   unavailableMaxWaitMs?: number;
+  /** Outcomes by channel, send latency and 429s. */
+  metrics?: DeliveryMetrics;
 }
 
 /** One hour, the default delivery TTL: an unsent answer expires then, a half-sent one fails (the chat is held meanwhile). */
@@ -75,9 +77,12 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     }
   }
 
+  const count = (channel: string, outcome: DeliveryMetricOutcome) => o.metrics?.deliveries.inc({ channel, outcome });
+
   /** Marks the row failed with `reason` and ends the job without retries. */
-  async function failForGood(deliveryId: string, reason: string, attempt?: number): Promise<never> {
+  async function failForGood(deliveryId: string, channel: string, reason: string, attempt?: number): Promise<never> {
     await o.deliveries.markFailed(deliveryId, reason, attempt);
+    count(channel, "failed");
     throw new PermanentJobError(reason);
   }
 
@@ -89,6 +94,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
       case "done":
         return "already_done";
       case "expired":
+        count(channelOf(started.target), "expired");
         return "expired";
       case "wait":
         // Keep a chat's messages in order, and a rate-limited chat quiet: look again later
@@ -106,10 +112,12 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     const row = { target: started.target, policy: started.policy };
     const address = parseChatAddress(started.target);
     const message = OutboundMessage.safeParse(started.message);
-    if (!address.ok) return failForGood(deliveryId, address.error.message, attempt);
-    if (!message.success) return failForGood(deliveryId, `stored message is invalid: ${message.error.message}`, attempt);
+    if (!address.ok) return failForGood(deliveryId, UNKNOWN_CHANNEL, address.error.message, attempt);
     const sender = o.registry.get(address.value.channel);
-    if (!sender) return failForGood(deliveryId, `no channel ${JSON.stringify(address.value.channel)} is registered`, attempt);
+    // Only a registered channel's name is a label: a stored target cannot grow the series.
+    const channel = sender ? address.value.channel : UNKNOWN_CHANNEL;
+    if (!message.success) return failForGood(deliveryId, channel, `stored message is invalid: ${message.error.message}`, attempt);
+    if (!sender) return failForGood(deliveryId, channel, `no channel ${JSON.stringify(address.value.channel)} is registered`, attempt);
 
     if (started.uncertainPart !== null) {
       o.logger.warn(
@@ -129,6 +137,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
       );
     }, o.timings.renewEveryMs);
     let finished = false;
+    const sendStarted = performance.now();
     try {
       await sender.send(address.value, message.data, {
         sentParts: started.sentParts,
@@ -143,7 +152,9 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
           finished = last;
         },
       });
+      o.metrics?.sendDurationSeconds.observe({ channel, outcome: "ok" }, secondsSince(sendStarted));
     } catch (error) {
+      o.metrics?.sendDurationSeconds.observe({ channel, outcome: "error" }, secondsSince(sendStarted));
       // The platform accepted a part the ledger could not take: the row stays `sending`, so
       // the retry that takes it over treats that part as one of unknown outcome (the policy
       // decides) instead of resending it as if it had failed.
@@ -165,12 +176,14 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         const waitMs = Math.max(1, failure.details.retry_after ?? 1) * 1000;
         // The row holds the chat: every later delivery to it waits behind this one.
         await o.deliveries.markWaiting(deliveryId, attempt, `rate limited: retry after ${waitMs / 1000} s`, waitMs);
+        o.metrics?.rateLimited.inc({ channel });
+        count(channel, "waiting");
         o.logger.warn({ ...context, retry_after: failure.details.retry_after }, "delivery rate limited");
         return delayJob(job, token, waitMs);
       }
       if (failure.kind === "permanent") {
         o.logger.warn(context, "delivery failed permanently");
-        return failForGood(deliveryId, failure.description, attempt);
+        return failForGood(deliveryId, channel, failure.description, attempt);
       }
       // The platform refuses every send until an operator acts (a Milky account logged
       // out): the row says why it waits, and the job comes back without using an attempt,
@@ -186,6 +199,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
           maxWaitMs,
         });
         if (!waited) return "already_done";
+        count(channel, waited.kind === "failed" ? "failed" : "waiting");
         if (waited.kind === "failed") {
           o.logger.warn(context, "delivery failed: the platform stayed unavailable");
           throw new PermanentJobError(failure.description);
@@ -199,6 +213,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
         await o.deliveries.markOutcomeUnknown(deliveryId, attempt, { status: lastAttempt ? "failed" : "queued", error: failure.description });
       } else if (lastAttempt) await o.deliveries.markFailed(deliveryId, failure.description, attempt);
       else await o.deliveries.markWaiting(deliveryId, attempt, failure.description);
+      count(channel, lastAttempt ? "failed" : "waiting");
       o.logger.warn({ ...context, attempt: job.attemptsMade + 1 }, "delivery attempt failed");
       throw failure;
     } finally {
@@ -206,8 +221,17 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     }
     // Recording the last part finished it; a message with nothing (left) to send ends here.
     if (!finished) await throughOutage(deliveryId, "the finished send", () => o.deliveries.markSent(deliveryId, attempt));
+    count(channel, "sent");
     return "sent";
   };
+}
+
+/** The `channel` label of a delivery whose target names no registered channel. */
+const UNKNOWN_CHANNEL = "unknown";
+
+function channelOf(target: string): string {
+  const address = parseChatAddress(target);
+  return address.ok ? address.value.channel : UNKNOWN_CHANNEL;
 }
 
 function formatDuration(ms: number): string {

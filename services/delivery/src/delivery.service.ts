@@ -1,7 +1,7 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { DeliveryRepository } from "@nahida/db";
-import type { Logger } from "@nahida/observability";
+import type { DeliveryMetrics, Logger, QueueMetrics } from "@nahida/observability";
 import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
 import { parseChatAddress, type Clock, type Readiness, type RecoveryTimings } from "@nahida/contracts";
 import type { ChannelRegistry } from "@nahida/channels";
@@ -21,6 +21,7 @@ export interface DeliveryServiceOptions {
   /** How long a delivery waits for an unavailable platform (a logged-out Milky account); see `createDeliverMessageHandler`. */
   unavailableMaxWaitMs?: number;
   logger: Logger;
+  metrics?: { delivery: DeliveryMetrics; queue: QueueMetrics };
 }
 
 export interface RunningDelivery {
@@ -42,6 +43,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
         timings: o.timings,
         logger: o.logger,
         ...(o.unavailableMaxWaitMs !== undefined ? { unavailableMaxWaitMs: o.unavailableMaxWaitMs } : {}),
+        ...(o.metrics ? { metrics: o.metrics.delivery } : {}),
       }),
       // Best effort: a lost or failed indicator is not worth a retry or a log line above debug.
       "chat.action": async ({ target, action }) => {
@@ -60,6 +62,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
       stalledIntervalMs: o.timings.stalledCheckMs,
       onFailed: (job, error) => o.logger.warn({ jobId: job?.id, job: job?.name, attemptsMade: job?.attemptsMade, err: error.message }, "outbound job failed"),
       onError: (error) => o.logger.error({ err: error.message }, "outbound worker error"),
+      ...(o.metrics ? { metrics: o.metrics.queue } : {}),
     },
   );
 

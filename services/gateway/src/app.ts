@@ -6,7 +6,7 @@ import type { CronJobs } from "@nahida/cron";
 import type { ApiTokenRepository, CronRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { TokenCache } from "./plugins/token-cache";
-import { errorHandlerPlugin } from "@nahida/http";
+import { errorHandlerPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
 import { queueDashboardRoutes } from "./routes/admin/queues.route";
@@ -45,6 +45,8 @@ export interface AppOptions {
   probes: ReadinessProbe[];
   /** The authenticated REST API; without it only health and readiness are served. */
   api?: ApiOptions;
+  /** `/metrics` (Prometheus text) for the process's registry; not served without it. */
+  metrics?: MetricsRouteOptions;
 }
 
 /** The gateway application as a Fastify plugin, so tests and the server mount the same thing. */
@@ -53,6 +55,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   fastify.setSerializerCompiler(serializerCompiler);
   await fastify.register(errorHandlerPlugin);
   await fastify.register(healthRoutes, { probes: options.probes });
+  if (options.metrics) await fastify.register(metricsRoute, options.metrics);
   const api = options.api;
   if (!api) return;
   await fastify.register(openApiPlugin);

@@ -4,6 +4,7 @@ import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
 import type { Outbox } from "@nahida/outbox";
+import type { MetricsRouteOptions } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 import { pingRedis } from "@nahida/queue";
 import { app } from "./app";
@@ -28,6 +29,8 @@ export interface GatewayOptions {
   dashboard?: { queues: readonly Queue[]; readOnly: boolean };
   /** NAHIDA_API_TOKEN: bootstraps one admin token. */
   bootstrapToken?: string;
+  /** Serves `/metrics` from this registry (`NahidaMetrics`). */
+  metrics?: MetricsRouteOptions;
 }
 
 export interface RunningGateway {
@@ -49,6 +52,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       { name: "postgres", check: () => options.db.checkReady() },
       { name: "redis", check: () => pingRedis(options.redis, 2_000) },
     ],
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     api: {
       deliveries,
       sessions,

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import type { ReadinessProbe } from "@nahida/contracts";
-import { checkReadiness } from "@nahida/http";
+import { checkReadiness, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 
 export interface HealthListenerOptions {
@@ -9,6 +9,8 @@ export interface HealthListenerOptions {
   /** Postgres, Redis and every service this process runs. */
   probes: readonly ReadinessProbe[];
   logger: Logger;
+  /** `/metrics` (Prometheus text) for the process's registry. */
+  metrics?: MetricsRouteOptions;
 }
 
 export interface RunningHealthListener {
@@ -22,7 +24,8 @@ export interface RunningHealthListener {
  * orchestrator can probe a delivery or an agent-worker that serves no HTTP otherwise:
  * `/health` answers while the process runs, `/ready` while every probe passes (503 with
  * each probe's answer otherwise). Probes come every few seconds: their requests are
- * logged only at warn and above.
+ * logged only at warn and above. `/metrics` serves the process's registry, whatever roles
+ * it runs.
  */
 export async function startHealthListener(o: HealthListenerOptions): Promise<RunningHealthListener> {
   const server = Fastify({ loggerInstance: o.logger.child({ scope: "health" }) as unknown as FastifyBaseLogger });
@@ -31,6 +34,7 @@ export async function startHealthListener(o: HealthListenerOptions): Promise<Run
     const report = await checkReadiness(o.probes);
     return reply.status(report.httpStatus).send(report.body);
   });
+  if (o.metrics) await server.register(metricsRoute, o.metrics);
   const address = await server.listen({ host: o.host, port: o.port });
   return { address, stop: () => server.close() };
 }

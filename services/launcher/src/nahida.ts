@@ -11,8 +11,8 @@ import { CronJobs } from "@nahida/cron";
 import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
-import type { Logger } from "@nahida/observability";
-import { createQueues, createRedis, pingRedis } from "@nahida/queue";
+import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
+import { createQueues, createRedis, pingRedis, queueJobCounts } from "@nahida/queue";
 import { startScheduler } from "@nahida/scheduler";
 import { startChannelIngress } from "./channel-ingress";
 import type { IngressServiceName } from "./channel-instances.env";
@@ -35,6 +35,8 @@ export interface RunningNahida {
   /** http://host:port of the probe listener, when NAHIDA_HEALTH_PORT is set. */
   healthAddress?: string;
   db: Database;
+  /** The process's one registry, served on `/metrics` of the gateway and the probe listener. */
+  metrics: NahidaMetrics;
   stop(): Promise<void>;
 }
 
@@ -61,6 +63,10 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const prefix = env.NAHIDA_QUEUE_PREFIX;
   const timings = recoveryTimings(env.NAHIDA_LEASE_MS ?? env.LANE_LEASE_MS ?? DEFAULT_LEASE_MS);
   const queues = createQueues(redis, prefix);
+  const metrics = createMetrics({ onSourceError: (source, e) => logger.warn({ source, err: e.message }, "a metric could not be read") });
+  const laneStore = new LaneStore(db);
+  metrics.setSources({ queueJobs: () => queueJobCounts(Object.values(queues)), openLaneItems: () => laneStore.openItemStats() });
+  const metricsRoute = { render: () => metrics.render() };
 
   const registry = new ChannelRegistry();
   for (const instance of env.channels) {
@@ -88,7 +94,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     maxJobsPerTarget: env.SCHEDULER_MAX_JOBS_PER_TARGET,
     channels: env.channels.map((c) => c.name),
   });
-  const intake = createLaneIntake({ inbound: repositories.inbound, lanes: queues.lanes, redis, prefix });
+  const intake = createLaneIntake({ inbound: repositories.inbound, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
     const ingress = await startChannelIngress(name, env.channels, {
       intake,
@@ -105,7 +111,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     logger.warn("no channel is configured: nothing is received or sent; set TELEGRAM_BOT_TOKEN or MILKY_BASE_URL (or NAHIDA_CHANNELS)");
   }
   const running: Stoppable[] = [];
-  const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, stop: async () => undefined };
+  const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, metrics, stop: async () => undefined };
   const starters: Record<Exclude<ServiceName, IngressServiceName>, () => Promise<Stoppable>> = {
     gateway: async () => {
       const gateway = await startGateway({
@@ -120,6 +126,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger: logger.child({ component: "gateway" }),
         prefix,
         rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
+        metrics: metricsRoute,
         ...(env.NAHIDA_QUEUE_DASHBOARD !== "off"
           ? { dashboard: { queues: Object.values(queues).map((q) => q.queue), readOnly: env.NAHIDA_QUEUE_DASHBOARD === "read-only" } }
           : {}),
@@ -128,7 +135,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       result.gatewayAddress = gateway.address;
       const a = gateway.address;
       const dashboard = env.NAHIDA_QUEUE_DASHBOARD !== "off" ? ` · queues ${a}/admin/queues` : "";
-      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard} · ready ${a}/api/ready`);
+      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard} · ready ${a}/api/ready · metrics ${a}/metrics`);
       if (!env.NAHIDA_API_TOKEN && (await repositories.tokens.list()).every((t) => t.revokedAt)) {
         logger.warn("no API token is configured: the API refuses every request; set NAHIDA_API_TOKEN (an admin token) to use it");
       }
@@ -157,6 +164,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
               baseURL: env.OPENAI_BASE_URL ?? "https://api.openai.com/v1",
               apiKey: env.OPENAI_API_KEY ?? "not-needed",
               model: env.OPENAI_MODEL,
+              metrics: metrics.llm,
             })
           : null,
         ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
@@ -170,6 +178,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         // Half the shutdown budget for running runs; the rest for handing back and closing.
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
+        metrics: { lanes: metrics.lanes, queue: metrics.queue },
       });
       if (llmConfigured) logger.info(`agent-worker: model ${env.OPENAI_MODEL} at ${new URL(env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").origin}, ${env.AGENT_CONCURRENCY} sessions at once`);
       else logger.warn("agent-worker: no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
@@ -180,7 +189,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         cron: repositories.cron,
         sessions: repositories.sessions,
         outbox,
-        lanes: new LaneStore(db),
+        lanes: laneStore,
         wakeLane: (laneKey) => wakeLane(queues.lanes, laneKey),
         // A claim of 100 jobs on a loaded machine can take longer than Prisma's 5 s default;
         // rolled back at the limit, it would be claimed and rolled back again every poll.
@@ -189,6 +198,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         logger: logger.child({ component: "scheduler" }),
         pollMs: env.SCHEDULER_POLL_MS,
         maxFailures: env.SCHEDULER_MAX_FAILURES,
+        metrics: metrics.cron,
       });
       logger.info(`scheduler: polling every ${env.SCHEDULER_POLL_MS} ms at most, time zone ${env.NAHIDA_TIMEZONE}`);
       return { name: "scheduler", stop: scheduler.stop, readiness: scheduler.readiness };
@@ -205,6 +215,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         timings,
         ...(env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS ? { unavailableMaxWaitMs: env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS } : {}),
         logger: logger.child({ component: "delivery" }),
+        metrics: { delivery: metrics.delivery, queue: metrics.queue },
       });
       logger.info({ channels: registry.channels() }, `delivery: sending to ${registry.channels().join(", ") || "no channel"}, ${env.DELIVERY_CONCURRENCY} at once`);
       return { name: "delivery", stop: delivery.stop, readiness: delivery.readiness };
@@ -229,9 +240,10 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
           ...running.map((service) => ({ name: service.name, check: () => service.readiness?.() ?? { ok: true as const } })),
         ],
         logger,
+        metrics: metricsRoute,
       });
       result.healthAddress = health.address;
-      logger.info({ address: health.address }, `probes: live ${health.address}/health · ready ${health.address}/ready`);
+      logger.info({ address: health.address }, `probes: live ${health.address}/health · ready ${health.address}/ready · metrics ${health.address}/metrics`);
       // First to stop: an orchestrator sees the process go away before its services do.
       running.unshift({ name: "health", stop: health.stop });
     }

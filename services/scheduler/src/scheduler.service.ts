@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock, Readiness } from "@nahida/contracts";
 import { PASSED_REASON_TEXT, jitterFor, planFire, readCronJob, type StoredCronJob } from "@nahida/cron";
 import { isOutage, type CronAdvance, type CronJob, type CronRepository, type CronRun, type NewCronRun, type Tx } from "@nahida/db";
-import type { Logger } from "@nahida/observability";
+import type { CronMetrics, Logger } from "@nahida/observability";
 import { laneKeyOf, writeCronEffect, type CronEffectsOptions, type EffectIds } from "./cron-effects";
 
 /** Waits before a failed fire is tried again; after the last, the fire is recorded failed. */
@@ -16,6 +16,8 @@ export interface SchedulerOptions extends CronEffectsOptions {
   wakeLane: (laneKey: string) => Promise<void>;
   clock: Clock;
   logger: Logger;
+  /** Fires by outcome and the lag from slot to effect. */
+  metrics?: CronMetrics;
   /** Longest sleep between looks at the table; a due job wakes it earlier. */
   pollMs: number;
   /** Consecutive failed fires after which a job is disabled (and its chat told once). */
@@ -113,7 +115,10 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   /** Claims one batch of due jobs and fires them; returns how many jobs it claimed. */
   async function fireDue(now: Date, result: TickResult): Promise<number> {
     const after: AfterCommit = { deliveryIds: [], lanes: new Set() };
+    /** Counted once the transaction commits: a rolled-back fire did not happen. */
+    const counted: { kind: string; outcome: "fired" | "failed" | "passed"; slot: Date }[] = [];
     const claimed = await o.transaction(async (tx) => {
+      counted.length = 0;
       const rows = await o.cron.claimDue(now, batchSize, tx);
       if (rows.length === 0) return 0;
       const outages = await o.cron.outagesSince(new Date(now.getTime() - Math.max(...rows.map((j) => j.catchupWindowMs))), tx);
@@ -142,6 +147,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
           outages,
         });
         for (const passed of plan.passed) {
+          counted.push({ kind: job.payload.kind, outcome: "passed", slot: passed.slot });
           runs.push({ jobId: row.id, slot: passed.slot, kind: job.payload.kind, status: passed.status, finishedAt: now, error: PASSED_REASON_TEXT[passed.reason] });
         }
         if (plan.unrecorded > 0) log.warn({ jobId: row.id, unrecorded: plan.unrecorded }, "cron job was far behind; passed slots beyond the record cap were counted, not written");
@@ -177,12 +183,20 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         // A slot that already has a row (a clock far behind moved a job back) is not fired again.
         if (!inserted.has(run.id)) continue;
         result.fired += 1;
-        await startEffect(job, { id: run.id, slot: run.slot, attempt: 1, deliveryIds: [] }, ids, now, tx, after, run);
+        const ok = await startEffect(job, { id: run.id, slot: run.slot, attempt: 1, deliveryIds: [] }, ids, now, tx, after, run);
+        counted.push({ kind: job.payload.kind, outcome: ok ? "fired" : "failed", slot: run.slot });
       }
       result.recorded += inserted.size - fires.filter((f) => inserted.has(f.run.id)).length;
       await o.cron.advance(advances, tx);
       return rows.length;
     });
+    if (o.metrics && counted.length > 0) {
+      const committedAt = o.clock.now().getTime();
+      for (const { kind, outcome, slot } of counted) {
+        o.metrics.fires.inc({ kind, outcome });
+        if (outcome === "fired") o.metrics.fireLagSeconds.observe({ kind }, Math.max(0, committedAt - slot.getTime()) / 1000);
+      }
+    }
     await dispatch(after);
     if (claimed > 0) await beat();
     return claimed;
@@ -201,12 +215,12 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     tx: Tx,
     after: AfterCommit,
     inserted?: Pick<NewCronRun, "deliveryIds" | "sessionId">,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const written = await writeCronEffect(o, job, run, ids, expiryOf(job.row, run.slot, now), tx);
     if (!written.ok) {
       // The run row keeps only deliveries that exist (a new fire's row named one up front).
       await failed(job.row, { ...run, kind: job.payload.kind }, { error: written.error.message, retryable: true }, now, tx, after);
-      return;
+      return false;
     }
     const { deliveryId, dispatch, lanes, sessionId } = written.value;
     after.deliveryIds.push(...dispatch);
@@ -214,6 +228,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     const deliveryIds = deliveryId ? [...run.deliveryIds, deliveryId] : run.deliveryIds;
     const current = inserted && (inserted.deliveryIds?.[0] ?? null) === deliveryId && (sessionId === null || inserted.sessionId === sessionId);
     if (!current) await o.cron.updateRun(run.id, { status: "running", attempt: run.attempt, deliveryIds, sessionId, retryAt: null }, tx);
+    return true;
   }
 
   /**

@@ -110,7 +110,7 @@ export class DeliveryRepository {
          WHERE e.target = cur.target AND e.seq < cur.seq AND e.status IN ('queued', 'sending')
            AND (e.expires_at IS NULL OR e.expires_at > now())
       ), verdict AS (
-        SELECT cur.id,
+        SELECT cur.id, cur.target,
                CASE WHEN cur.status = 'sending' THEN cur.updated_at + ${staleAfterMs} * interval '1 millisecond'
                     ELSE greatest(cur.not_before, earlier.not_before) END AS wait_until,
                CASE
@@ -138,7 +138,7 @@ export class DeliveryRepository {
         RETURNING d.id
       )
       SELECT v.verdict, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (v.wait_until - now())) * 1000))::int AS wait_ms,
-             c.attempts, c.sent_parts, c.target, c.message, c.policy, c.uncertain_part
+             c.attempts, c.sent_parts, v.target, c.message, c.policy, c.uncertain_part
         FROM verdict v LEFT JOIN claimed c ON true`;
     const row = rows[0];
     if (!row) return { kind: "missing" };
@@ -157,6 +157,8 @@ export class DeliveryRepository {
       case "wait":
       case "busy":
         return { kind: row.verdict, waitMs: row.wait_ms ?? 0 };
+      case "expired":
+        return { kind: "expired", target: row.target! };
       default:
         return { kind: row.verdict };
     }
@@ -365,7 +367,7 @@ export type DeliveryClaim =
   /** Already sent, failed or expired: nothing to do (a duplicate job). */
   | { kind: "done" }
   /** Past its TTL with nothing sent: it is now expired. */
-  | { kind: "expired" }
+  | { kind: "expired"; target: string }
   /** An earlier delivery to the chat is still live, or a rate limit holds it: look again after `waitMs`. */
   | { kind: "wait"; waitMs: number }
   /** Another worker is sending it and has not been silent long enough to take it over: look again after `waitMs`. */

@@ -1,5 +1,6 @@
 import OpenAI from "openai";
 import { wellFormed } from "@nahida/contracts";
+import { secondsSince, type LlmMetrics } from "@nahida/observability";
 
 /** One message in the chat-completions shape the agent loop speaks. */
 export type ChatMessage =
@@ -47,6 +48,8 @@ export interface OpenAiLlmOptions {
   timeoutMs?: number;
   /** SDK retries for 429/5xx/connection errors. */
   maxRetries?: number;
+  /** Calls, tokens and latency by model. */
+  metrics?: LlmMetrics;
 }
 
 /** An LlmClient over any OpenAI-compatible chat-completions endpoint. */
@@ -57,20 +60,37 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
     timeout: options.timeoutMs ?? 120_000,
     maxRetries: options.maxRetries ?? 2,
   });
+  const create = (request: CompletionRequest) =>
+    client.chat.completions.create(
+      {
+        model: options.model,
+        messages: request.messages,
+        user: request.user,
+        ...(request.tools.length > 0 ? { tools: request.tools.map((t) => ({ type: "function" as const, function: t })) } : {}),
+      },
+      { signal: request.signal },
+    );
   return {
     model: options.model,
     async complete(request) {
-      const response = await client.chat.completions.create(
-        {
-          model: options.model,
-          messages: request.messages,
-          user: request.user,
-          ...(request.tools.length > 0
-            ? { tools: request.tools.map((t) => ({ type: "function" as const, function: t })) }
-            : {}),
-        },
-        { signal: request.signal },
-      );
+      const started = performance.now();
+      const model = options.model;
+      let response;
+      try {
+        response = await create(request);
+      } catch (error) {
+        options.metrics?.calls.inc({ model, outcome: "error" });
+        options.metrics?.durationSeconds.observe({ model, outcome: "error" }, secondsSince(started));
+        throw error;
+      }
+      if (options.metrics) {
+        options.metrics.calls.inc({ model, outcome: "ok" });
+        options.metrics.durationSeconds.observe({ model, outcome: "ok" }, secondsSince(started));
+        if (response.usage) {
+          options.metrics.tokens.inc({ model, direction: "in" }, response.usage.prompt_tokens);
+          options.metrics.tokens.inc({ model, direction: "out" }, response.usage.completion_tokens);
+        }
+      }
       const message = response.choices[0]?.message;
       const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
         call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: wellFormed(call.function.arguments) } }] : [],

@@ -1,0 +1,183 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** Seconds; from a few milliseconds (a Redis hop) to a minute (a slow run). */
+const SHORT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Seconds; LLM calls and lane runs take seconds to minutes. */
+const LONG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320];
+
+/** Filled by `createConsumer` for every queue. */
+export interface QueueMetrics {
+  /** From when a job could first run (added, plus its delay) to its first start. */
+  jobWaitSeconds: Histogram<"queue">;
+  /** One handler call; `outcome` completed | failed | delayed (put back without using an attempt). */
+  jobDurationSeconds: Histogram<"queue" | "outcome">;
+}
+
+export type LaneRunOutcome = "completed" | "failed" | "outage" | "handed_back" | "lease_lost";
+
+export interface LaneMetrics {
+  runs: Counter<"outcome">;
+  runDurationSeconds: Histogram<"outcome">;
+}
+
+export interface LlmMetrics {
+  /** `outcome` ok | error. */
+  calls: Counter<"model" | "outcome">;
+  /** `direction` in (prompt) | out (completion), as the provider reports usage. */
+  tokens: Counter<"model" | "direction">;
+  durationSeconds: Histogram<"model" | "outcome">;
+}
+
+export type DeliveryMetricOutcome = "sent" | "failed" | "expired" | "waiting";
+
+export interface DeliveryMetrics {
+  deliveries: Counter<"channel" | "outcome">;
+  /** One `ChannelSender.send`, every part of the message; `outcome` ok | error. */
+  sendDurationSeconds: Histogram<"channel" | "outcome">;
+  rateLimited: Counter<"channel">;
+}
+
+export interface InboundMetrics {
+  /** `outcome` stored | duplicate | ignored | unstorable (`IntakeOutcome.kind`). */
+  events: Counter<"channel" | "outcome">;
+}
+
+export interface CronMetrics {
+  /** `outcome` fired | failed | passed (a slot recorded as missed or skipped, not fired). */
+  fires: Counter<"kind" | "outcome">;
+  /** From the slot's time to the commit that wrote its effect. */
+  fireLagSeconds: Histogram<"kind">;
+}
+
+/** Counts read at scrape time, each with one bounded query. */
+export interface MetricSources {
+  /** Jobs per queue and state (`Queue.getJobCounts`). */
+  queueJobs?: () => Promise<{ queue: string; state: string; count: number }[]>;
+  /** Open (pending or running) lane items and the creation time of the oldest. */
+  openLaneItems?: () => Promise<{ count: number; oldestCreatedAt: Date | null }>;
+}
+
+export interface MetricsOptions {
+  /** Current time in ms, for ages. Default `Date.now`. */
+  now?: () => number;
+  /** Called when a source fails at scrape time; its gauges are then left out of that scrape. */
+  onSourceError?: (source: keyof MetricSources, error: Error) => void;
+}
+
+/** Every Nahida series of one process, on one registry. */
+export interface NahidaMetrics {
+  registry: Registry;
+  queue: QueueMetrics;
+  lanes: LaneMetrics;
+  llm: LlmMetrics;
+  delivery: DeliveryMetrics;
+  inbound: InboundMetrics;
+  cron: CronMetrics;
+  /** Sets what the scrape-time gauges read (the process's queues and database, once built). */
+  setSources(sources: MetricSources): void;
+  /** The Prometheus text exposition and its content type. */
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+/**
+ * One registry per process, created where the process is wired (the launcher) and handed to
+ * what records into it. Recording is in memory; the gauges that need Redis or Postgres read
+ * them only when scraped. Node's default process metrics are included (`process_*`, `nodejs_*`).
+ */
+export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
+  const now = options.now ?? Date.now;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  let sources: MetricSources = {};
+  const failed = (source: keyof MetricSources, error: unknown) => options.onSourceError?.(source, error instanceof Error ? error : new Error(String(error)));
+
+  new Gauge({
+    name: "nahida_queue_jobs",
+    help: "Jobs in each BullMQ queue by state (waiting, active, delayed, failed, ...), read at scrape time",
+    labelNames: ["queue", "state"],
+    registers,
+    async collect() {
+      this.reset();
+      if (!sources.queueJobs) return;
+      try {
+        for (const { queue, state, count } of await sources.queueJobs()) this.set({ queue, state }, count);
+      } catch (error) {
+        failed("queueJobs", error);
+      }
+    },
+  });
+  // Both lane gauges come from one query; the registry collects them concurrently, so the
+  // second to ask shares the first's read.
+  let openRead: Promise<{ count: number; oldestCreatedAt: Date | null } | undefined> | undefined;
+  const readOpen = () =>
+    (openRead ??= (async () => {
+      if (!sources.openLaneItems) return undefined;
+      try {
+        return await sources.openLaneItems();
+      } catch (error) {
+        failed("openLaneItems", error);
+        return undefined;
+      }
+    })().finally(() => (openRead = undefined)));
+  new Gauge({
+    name: "nahida_lane_open_items",
+    help: "Lane items pending or running, read at scrape time",
+    registers,
+    async collect() {
+      this.reset();
+      const open = await readOpen();
+      if (open) this.set(open.count);
+    },
+  });
+  new Gauge({
+    name: "nahida_lane_oldest_open_item_age_seconds",
+    help: "Age of the oldest pending or running lane item (0 when none), read at scrape time",
+    registers,
+    async collect() {
+      this.reset();
+      const open = await readOpen();
+      if (open) this.set(open.oldestCreatedAt ? Math.max(0, (now() - open.oldestCreatedAt.getTime()) / 1000) : 0);
+    },
+  });
+
+  return {
+    registry,
+    queue: {
+      jobWaitSeconds: new Histogram({ name: "nahida_queue_job_wait_seconds", help: "Time from when a job could run to its first start", labelNames: ["queue"], buckets: SHORT_BUCKETS, registers }),
+      jobDurationSeconds: new Histogram({ name: "nahida_queue_job_duration_seconds", help: "Time a job handler took, by outcome (completed, failed, delayed)", labelNames: ["queue", "outcome"], buckets: LONG_BUCKETS, registers }),
+    },
+    lanes: {
+      runs: new Counter({ name: "nahida_lane_runs_total", help: "Lane runs by outcome (completed, failed, outage, handed_back, lease_lost)", labelNames: ["outcome"], registers }),
+      runDurationSeconds: new Histogram({ name: "nahida_lane_run_duration_seconds", help: "Time a lane run took, by outcome", labelNames: ["outcome"], buckets: LONG_BUCKETS, registers }),
+    },
+    llm: {
+      calls: new Counter({ name: "nahida_llm_calls_total", help: "LLM chat-completion calls by model and outcome (ok, error)", labelNames: ["model", "outcome"], registers }),
+      tokens: new Counter({ name: "nahida_llm_tokens_total", help: "LLM tokens by model and direction (in: prompt, out: completion), as reported by the provider", labelNames: ["model", "direction"], registers }),
+      durationSeconds: new Histogram({ name: "nahida_llm_call_duration_seconds", help: "LLM call latency by model and outcome, SDK retries included", labelNames: ["model", "outcome"], buckets: LONG_BUCKETS, registers }),
+    },
+    delivery: {
+      deliveries: new Counter({ name: "nahida_deliveries_total", help: "Delivery attempts by channel and outcome (sent, failed, expired, waiting)", labelNames: ["channel", "outcome"], registers }),
+      sendDurationSeconds: new Histogram({ name: "nahida_delivery_send_duration_seconds", help: "Time one platform send took (all parts), by channel and outcome (ok, error)", labelNames: ["channel", "outcome"], buckets: SHORT_BUCKETS, registers }),
+      rateLimited: new Counter({ name: "nahida_delivery_rate_limited_total", help: "Sends the platform answered with 429 (rate limited), by channel", labelNames: ["channel"], registers }),
+    },
+    inbound: {
+      events: new Counter({ name: "nahida_inbound_events_total", help: "Platform events offered to the intake by channel and outcome (stored, duplicate, ignored, unstorable)", labelNames: ["channel", "outcome"], registers }),
+    },
+    cron: {
+      fires: new Counter({ name: "nahida_cron_fires_total", help: "Cron slots by job kind and outcome (fired, failed, passed)", labelNames: ["kind", "outcome"], registers }),
+      fireLagSeconds: new Histogram({ name: "nahida_cron_fire_lag_seconds", help: "Time from a cron slot to the commit that wrote its effect", labelNames: ["kind"], buckets: SHORT_BUCKETS, registers }),
+    },
+    setSources(next) {
+      sources = next;
+    },
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
+
+/** Seconds elapsed since `startedMs` (`performance.now()`), for histograms. */
+export function secondsSince(startedMs: number): number {
+  return (performance.now() - startedMs) / 1000;
+}
