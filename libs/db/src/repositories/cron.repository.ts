@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { CronPayload, CronRunStatus, CronSchedule } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
-import type { CronJob, CronRun, Prisma } from "../generated/prisma/client";
+import { Prisma, type CronJob, type CronRun } from "../generated/prisma/client";
 
 export interface NewCronJob {
   id?: string;
@@ -73,6 +73,11 @@ export interface PendingCronRun {
 export type CronEffectOutcome = { kind: "sent" } | { kind: "failed"; error: string; retryable: boolean };
 
 const json = (value: unknown) => value as Prisma.InputJsonValue;
+
+/** The select list both looks at the table share: when the next job is due, whether manual runs or retries wait. */
+const waitingState = (now: Date) => Prisma.sql`
+  (SELECT next_run_at FROM cron_jobs WHERE enabled AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1) AS next_due,
+  EXISTS (SELECT 1 FROM cron_runs WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})) AS pending`;
 
 /** Cron jobs and their runs. The scheduler claims due jobs with `FOR UPDATE SKIP LOCKED`. */
 export class CronRepository {
@@ -318,8 +323,7 @@ export class CronRepository {
              ON CONFLICT (from_at) DO UPDATE SET to_at = GREATEST(cron_outages.to_at, EXCLUDED.to_at)
              RETURNING from_at, to_at)
       SELECT (SELECT from_at FROM outage) AS from_at, (SELECT to_at FROM outage) AS to_at,
-             (SELECT next_run_at FROM cron_jobs WHERE enabled AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1) AS next_due,
-             EXISTS (SELECT 1 FROM cron_runs WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})) AS pending`;
+             ${waitingState(now)}`;
     const outage = row?.from_at && row.to_at ? { from: row.from_at, to: row.to_at } : null;
     return { outage, nextDueAt: row?.next_due ?? null, pendingRuns: row?.pending ?? false };
   }
@@ -348,8 +352,7 @@ export class CronRepository {
   /** A small look at what is waiting, without locks: when the next job is due, and whether manual runs or retries are. */
   async glance(now: Date): Promise<{ nextDueAt: Date | null; pendingRuns: boolean }> {
     const [row] = await this.prisma.$queryRaw<{ next_due: Date | null; pending: boolean }[]>`
-      SELECT (SELECT next_run_at FROM cron_jobs WHERE enabled AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1) AS next_due,
-             EXISTS (SELECT 1 FROM cron_runs WHERE status = 'claimed' OR (status = 'retrying' AND retry_at <= ${now})) AS pending`;
+      SELECT ${waitingState(now)}`;
     return { nextDueAt: row?.next_due ?? null, pendingRuns: row?.pending ?? false };
   }
 

@@ -8,7 +8,6 @@ import {
   CronRunAccepted,
   CronRunList,
   CronUpdateRequest,
-  ErrorBody,
   HistoryQuery,
   IdParam,
   NahidaError,
@@ -16,15 +15,13 @@ import {
 } from "@nahida/contracts";
 import type { CronJobError, CronJobs } from "@nahida/cron";
 import type { CronRepository } from "@nahida/db";
-import { readErrorResponses } from "../error-responses";
+import { readErrorResponses, writeErrorResponses } from "../error-responses";
 import { cronJobView, cronRunView } from "../views";
 
 export interface CronRouteOptions {
   cron: CronRepository;
   cronJobs: CronJobs;
 }
-
-const writeErrorResponses = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 429: ErrorBody };
 
 function unwrap<T>(result: Result<T, CronJobError>): T {
   if (!result.ok) throw new NahidaError(result.error.code, result.error.message);

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { ErrorBody, NahidaError, SendRequest, SendResponse } from "@nahida/contracts";
+import { NahidaError, SendRequest, SendResponse } from "@nahida/contracts";
 import type { SendService } from "../../services/send.service";
+import { writeErrorResponses } from "../error-responses";
 
 const IdempotencyHeaders = z.object({
   "idempotency-key": z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces").optional(),
@@ -19,7 +20,7 @@ export const sendRoutes: FastifyPluginAsyncZod<{ send: SendService }> = async (a
         tags: ["send"],
         headers: IdempotencyHeaders,
         body: SendRequest,
-        response: { 202: SendResponse, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 429: ErrorBody },
+        response: { 202: SendResponse, ...writeErrorResponses },
       },
     },
     async (request, reply) => {
