@@ -73,7 +73,15 @@ describe("scheduler replicas under SIGKILLs and a Redis wipe", () => {
       60_000,
       "every fired run to be sent",
       250,
-    );
+    ).catch(async (error: Error) => {
+      // What is still open, and where its delivery stands, says which hop held it.
+      const { rows } = await d.t.db.pool.query(
+        `SELECT r.status AS run, d.status AS delivery, count(*)::int AS n, min(r.created_at) AS oldest
+           FROM cron_runs r LEFT JOIN deliveries d ON d.id = (r.delivery_ids[array_length(r.delivery_ids, 1)])::uuid
+          WHERE r.status NOT IN ('succeeded', 'failed', 'skipped', 'missed') GROUP BY 1, 2`,
+      );
+      throw new Error(`${error.message}; still open: ${JSON.stringify(rows)}`);
+    });
 
     const { rows } = await d.t.db.pool.query<{ job_id: string; slot: Date; status: string; created_at: Date; delivery_ids: string[] }>(
       "SELECT job_id::text, slot, status, created_at, delivery_ids FROM cron_runs ORDER BY job_id, slot",
