@@ -1,3 +1,6 @@
+import { MessageContext } from "./messages";
+import type { HistoryMessage, HistoryView } from "./api";
+
 /** Longest message content the history view returns. */
 export const HISTORY_MESSAGE_MAX_CHARS = 2000;
 
@@ -30,4 +33,49 @@ export function sanitizeHistoryText(text: string, maxChars = HISTORY_MESSAGE_MAX
     changed = true;
   }
   return { text: out.trim() === "" && text.trim() !== "" ? "[content removed]" : out, changed };
+}
+
+/** A stored turn as the history view reads it (the database row's shape). */
+export interface StoredTurn {
+  id: string;
+  role: string;
+  content: string;
+  source: string;
+  metadata: unknown;
+  createdAt: Date;
+}
+
+/**
+ * The filtered history view (SPEC §4): content cut to 2000 characters with base64,
+ * temporary URLs and reasoning removed; raw events and provider payloads (tool arguments)
+ * never included. Returns whether anything was cut.
+ */
+export function historyMessage(turn: StoredTurn): { message: HistoryMessage; changed: boolean } {
+  const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
+  const { text, changed } = sanitizeHistoryText(turn.content);
+  const context = MessageContext.safeParse(metadata.message_context);
+  const toolCalls = Array.isArray(metadata.tool_calls)
+    ? (metadata.tool_calls as { function?: { name?: unknown } }[]).map((c) => ({ name: String(c.function?.name ?? "unknown") }))
+    : undefined;
+  return {
+    message: {
+      id: turn.id,
+      role: turn.role,
+      content: text,
+      source: turn.source,
+      created_at: turn.createdAt.toISOString(),
+      ...(context.success ? { context: context.data } : {}),
+      ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
+      ...(turn.role === "tool" && typeof metadata.name === "string" ? { tool_name: metadata.name } : {}),
+    },
+    changed,
+  };
+}
+
+
+/** A page of stored turns as the filtered history view: the REST API and the agent's tool serve the same. */
+export function historyPageView(page: { turns: readonly StoredTurn[]; total: number }, offset: number): HistoryView {
+  const views = page.turns.map(historyMessage);
+  const more = offset + page.turns.length < page.total;
+  return { messages: views.map((v) => v.message), total: page.total, truncated: more || views.some((v) => v.changed) };
 }

@@ -12,3 +12,4 @@ export * from "./recovery";
 export * from "./well-formed";
 export * from "./cron";
 export * from "./readiness";
+export * from "./cross-session";

@@ -5,3 +5,4 @@ export * from "./delivery.repository";
 export * from "./api-token.repository";
 export * from "./repositories";
 export * from "./cron.repository";
+export * from "./session-event.repository";

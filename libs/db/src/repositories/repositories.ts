@@ -3,6 +3,7 @@ import { ApiTokenRepository } from "./api-token.repository";
 import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
+import { SessionEventRepository } from "./session-event.repository";
 import { SessionRepository } from "./session.repository";
 import { TurnRepository } from "./turn.repository";
 
@@ -14,6 +15,7 @@ export interface Repositories {
   inbound: InboundMessageRepository;
   tokens: ApiTokenRepository;
   cron: CronRepository;
+  events: SessionEventRepository;
 }
 
 export function createRepositories(prisma: PrismaClient): Repositories {
@@ -24,5 +26,6 @@ export function createRepositories(prisma: PrismaClient): Repositories {
     inbound: new InboundMessageRepository(prisma),
     tokens: new ApiTokenRepository(prisma),
     cron: new CronRepository(prisma),
+    events: new SessionEventRepository(prisma),
   };
 }

@@ -37,7 +37,7 @@ export class SessionRepository {
   async resolve(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
     // One statement (Prisma's `include` would be two): this runs for every message.
     const [found] = await this.prisma.$queryRaw<ChatWithSession[]>`
-      SELECT c.address, c.channel, c.current_session_id, c.display_name, c.trigger_mode, c.created_at, c.updated_at,
+      SELECT c.address, c.channel, c.current_session_id, c.display_name, c.trigger_mode, c.send_policy, c.created_at, c.updated_at,
              s.id AS s_id, s.lane_key AS s_lane_key, s.chat_address AS s_chat_address, s.channel AS s_channel, s.parent_id AS s_parent_id,
              s.title AS s_title, s.status AS s_status, s.settings AS s_settings, s.created_at AS s_created_at, s.last_activity_at AS s_last_activity_at
         FROM chats c JOIN sessions s ON s.id = c.current_session_id
@@ -50,6 +50,7 @@ export class SessionRepository {
           currentSessionId: found.current_session_id,
           displayName: found.display_name,
           triggerMode: found.trigger_mode,
+          sendPolicy: found.send_policy,
           createdAt: found.created_at,
           updatedAt: found.updated_at,
         },
@@ -161,6 +162,7 @@ interface ChatWithSession {
   current_session_id: string | null;
   display_name: string | null;
   trigger_mode: string;
+  send_policy: string | null;
   created_at: Date;
   updated_at: Date;
   s_id: string;

@@ -1,5 +1,5 @@
-import { sanitizeHistoryText, MessageContext, type CronJobView, type CronRunView, type DeliveryView, type HistoryMessage, type SessionView, type TokenScope } from "@nahida/contracts";
-import type { ApiToken, CronJob, CronRun, Delivery, Session, Turn } from "@nahida/db";
+import { type CronJobView, type CronRunView, type DeliveryView, type SessionView, type TokenScope } from "@nahida/contracts";
+import type { ApiToken, CronJob, CronRun, Delivery, Session } from "@nahida/db";
 
 /** Database rows → API representations (snake_case, ISO timestamps, no internals). */
 export const deliveryView = (d: Delivery): DeliveryView => ({
@@ -37,33 +37,6 @@ export const tokenView = (t: ApiToken) => ({
   last_used_at: t.lastUsedAt?.toISOString() ?? null,
   revoked_at: t.revokedAt?.toISOString() ?? null,
 });
-
-/**
- * The filtered history view (SPEC §4): content cut to 2000 characters with base64,
- * temporary URLs and reasoning removed; raw events and provider payloads (tool arguments)
- * never included. Returns whether anything was cut.
- */
-export function historyMessage(turn: Turn): { message: HistoryMessage; changed: boolean } {
-  const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
-  const { text, changed } = sanitizeHistoryText(turn.content);
-  const context = MessageContext.safeParse(metadata.message_context);
-  const toolCalls = Array.isArray(metadata.tool_calls)
-    ? (metadata.tool_calls as { function?: { name?: unknown } }[]).map((c) => ({ name: String(c.function?.name ?? "unknown") }))
-    : undefined;
-  return {
-    message: {
-      id: turn.id,
-      role: turn.role,
-      content: text,
-      source: turn.source,
-      created_at: turn.createdAt.toISOString(),
-      ...(context.success ? { context: context.data } : {}),
-      ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
-      ...(turn.role === "tool" && typeof metadata.name === "string" ? { tool_name: metadata.name } : {}),
-    },
-    changed,
-  };
-}
 
 export const cronRunView = (r: CronRun): CronRunView => ({
   id: r.id,

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView } from "@nahida/contracts";
+import { HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView, historyPageView } from "@nahida/contracts";
 import type { SessionRepository, TurnRepository } from "@nahida/db";
 import { readErrorResponses } from "../error-responses";
-import { historyMessage, sessionView } from "../views";
+import { sessionView } from "../views";
 
 export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository; turns: TurnRepository }> = async (app, { sessions, turns }) => {
 
@@ -56,9 +56,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
       const session = await sessions.get(request.params.id);
       if (!session) throw new NahidaError("not_found", `session ${request.params.id} does not exist`);
       const page = await turns.page(session.id, request.query.limit, request.query.offset);
-      const views = page.turns.map(historyMessage);
-      const more = request.query.offset + page.turns.length < page.total;
-      return { messages: views.map((v) => v.message), total: page.total, truncated: more || views.some((v) => v.changed) };
+      return historyPageView(page, request.query.offset);
     },
   );
 };
