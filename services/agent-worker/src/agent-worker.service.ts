@@ -1,16 +1,17 @@
 import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Clock, Readiness, RecoveryTimings } from "@nahida/contracts";
+import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
-import { LaneProducer, LaneRuntime, laneInterruptChannel } from "@nahida/lanes";
+import { LaneProducer, LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
 import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
-import type { Outbox } from "@nahida/outbox";
+import { SessionEvents, type Outbox } from "@nahida/outbox";
 import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
 import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
 import { cronTools, type CronToolScope } from "./agent/tools/cron.tools";
+import { sessionTools } from "./agent/tools/session.tools";
 import { currentTimeTool } from "./agent/tools/current-time.tool";
 import { workspaceReadTool } from "./agent/tools/workspace-read.tool";
 import { builtinCommands } from "./commands/builtin.commands";
@@ -24,13 +25,17 @@ import { createSessionRunHandler } from "./run/session-run.handler";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
-  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
   /** Checks the cron jobs the agent's tools and `/cron` create and edit. */
   cronJobs: CronJobs;
   /** Which jobs the cron tools reach: this chat's (default) or any target's. */
   cronToolScope?: CronToolScope;
+  /** Which sessions the session tools see and send to (default `tree`: own and children). */
+  sessionVisibility?: SessionVisibility;
+  /** The loop guard: the longest chain of agent events between sessions (default 5). */
+  maxEventDepth?: number;
   clock: Clock;
   /** Non-blocking Redis for producers, flags and publishing. */
   redis: Redis;
@@ -66,10 +71,20 @@ export interface RunningAgentWorker {
 }
 
 const MAX_ATTEMPTS = 3;
+const DEFAULT_MAX_EVENT_DEPTH = 5;
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const { inbound, sessions, turns, cron } = o.repositories;
+  const { inbound, sessions, turns, cron, events } = o.repositories;
+  const laneStore = new LaneStore(o.db);
+  const sessionEvents = new SessionEvents({
+    events,
+    sessions,
+    turns,
+    appendToLane: (laneKey, kind, refId, tx) => laneStore.append(laneKey, kind, refId, tx),
+    wake: (laneKey) => wakeLane(o.queues.lanes, laneKey),
+    transaction: (fn) => o.db.prisma.$transaction(fn),
+  });
   const laneProducer = new LaneProducer(o.db, o.queues.lanes);
   const abortChannel = laneInterruptChannel(o.prefix);
   const owned: Redis[] = [];
@@ -82,6 +97,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   const tools = new ToolRegistry().register(currentTimeTool({ defaultTimeZone: o.timeZone }));
   if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
   tools.register(...cronTools({ cron, scope: o.cronToolScope ?? "chat" }));
+  tools.register(...sessionTools({ events, sessions, turns, visibility: o.sessionVisibility ?? "tree", maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH, logger }));
   tools.register(...(o.tools ?? []));
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
 
@@ -106,6 +122,8 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       cron,
       cronJobs: o.cronJobs,
       outbox: o.outbox,
+      events,
+      sessionEvents,
       outbound: o.queues.outbound,
       commands,
       contextBuilder: createContextBuilder({

@@ -132,6 +132,10 @@ export class SessionRepository {
     await tx.session.updateMany({ where: { id }, data: { lastActivityAt: at } });
   }
 
+  async getChat(address: string, tx?: Tx): Promise<Chat | null> {
+    return (tx ?? this.prisma).chat.findUnique({ where: { address } });
+  }
+
   async get(id: string, tx?: Tx): Promise<Session | null> {
     return (tx ?? this.prisma).session.findUnique({ where: { id } });
   }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { CronCreateRequest, CronUpdateRequest, OutboundMessage, Result } from "@nahida/contracts";
+import type { CronCreateRequest, CronUpdateRequest, OutboundMessage, Result, SessionEventMode } from "@nahida/contracts";
 import type { CronJobError } from "@nahida/cron";
 import type { OutboxError } from "@nahida/outbox";
 import type { ToolSpec } from "./llm.client";
@@ -11,10 +11,20 @@ import type { ToolSpec } from "./llm.client";
  * not commit does nothing.
  */
 export interface ToolOutbox {
-  /** A message to any registered chat; the delivery id is valid once the run commits. */
-  send(request: { target: string; message: OutboundMessage }): Promise<Result<{ deliveryId: string }, OutboxError>>;
-  /** An event in a session's history (role `event`), written under that session's lane lock. */
-  recordEvent(sessionId: string, event: { content: string; metadata?: Record<string, unknown> }): Promise<Result<void, OutboxError>>;
+  /**
+   * A message to any registered chat; the delivery id is valid once the run commits. With
+   * `recordIn`, the message is also written into that session's history as a
+   * `cross_session_message` event.
+   */
+  send(request: { target: string; message: OutboundMessage; recordIn?: string }): Promise<Result<{ deliveryId: string }, OutboxError>>;
+  /** An event into another session (`sessions_send`), written in the run's commit. */
+  sendEvent(event: ToolSessionEvent): Promise<Result<{ eventId: string }, OutboxError>>;
+  /**
+   * The same, written at once so that its answer can be waited for. Its id is derived from
+   * the run's first lane item and the call, so a retried run finds the event it sent (and
+   * its answer) instead of sending it again.
+   */
+  sendEventNow(event: ToolSessionEvent): Promise<Result<{ eventId: string }, OutboxError>>;
   /** A cron job owned by the calling session; checked now (schedule, target, quota), created in the commit. */
   createCron(request: CronCreateRequest): Promise<Result<{ jobId: string; nextRunAt: Date | null }, CronJobError>>;
   /** An edit of a cron job, checked now and applied in the commit. */
@@ -24,11 +34,26 @@ export interface ToolOutbox {
 }
 
 
+/** An event a tool sends into another session. */
+export interface ToolSessionEvent {
+  sessionId: string;
+  content: string;
+  mode: SessionEventMode;
+  /** The chain depth of the new event (the caller's own depth + 1). */
+  depth: number;
+}
+
 /** What a tool may know about the run that calls it. */
 export interface ToolContext {
   sessionId: string;
   chatAddress: string | null;
   runId: string;
+  /** The lane the run holds: a target in the same lane cannot run until this run ends. */
+  laneKey: string;
+  /** How many agent events led to this turn (0: a user's message, a scheduled task, an operator). */
+  eventDepth: number;
+  /** A sub-agent's session (it has a parent): no `message`, `sessions_send` or spawning. */
+  subagent: boolean;
   signal: AbortSignal;
   /** Every side effect of a tool goes through here, into the run's fenced commit. */
   outbox: ToolOutbox;

@@ -1,8 +1,8 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { err, ok, type Clock, type CronCreateRequest, type CronUpdateRequest, type TriggerMode } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
-import type { CronRepository, NewTurn, SessionRepository, TurnRepository, Tx } from "@nahida/db";
-import type { Outbox, OutboxRequest } from "@nahida/outbox";
+import type { CronRepository, NewSessionEvent, NewTurn, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { Outbox, OutboxRequest, SessionEvents } from "@nahida/outbox";
 import type { ToolOutbox } from "../agent/tool-registry";
 
 export interface RunWritesOptions {
@@ -13,6 +13,14 @@ export interface RunWritesOptions {
   cron: CronRepository;
   /** Checks cron jobs that tools and commands create or edit; their writes join the commit. */
   cronJobs: CronJobs;
+  /** Events into other sessions (`sessions_send`). */
+  sessionEvents: SessionEvents;
+  events: SessionEventRepository;
+  /**
+   * Names this run's work across retries (its first lane item's id): an event sent at once
+   * to be waited for gets an id derived from it, so a retry finds it instead of sending again.
+   */
+  stableKey: string;
   clock: Clock;
 }
 
@@ -38,6 +46,19 @@ interface PendingEvent {
   turn: NewTurn;
 }
 
+/** How the run answered an agent event that was put into its lane. */
+export interface EventOutcome {
+  status: "done" | "failed";
+  reply: string | null;
+  error: string | null;
+}
+
+/** A UUID-shaped id derived from `key` (the same key, the same id). */
+function derivedId(key: string): string {
+  const hex = createHash("sha256").update(key).digest("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 /**
  * The unit of work of one run: everything the run will write, applied in order by
  * {@link commit} inside the lane's fenced transaction. Until then nothing is in Postgres.
@@ -51,6 +72,12 @@ export class RunWrites {
   private readonly triggerModes = new Map<string, TriggerMode>();
   private readonly cronRuns = new Map<string, CronRunOutcome>();
   private readonly cronWrites: CronWrite[] = [];
+  private readonly sessionEvents: NewSessionEvent[] = [];
+  private readonly eventOutcomes = new Map<string, EventOutcome>();
+  /** What tools sent, by target: the final reply is not sent again when a tool already said it. */
+  private readonly toolSends: { target: string; text: string }[] = [];
+  /** Calls of `sendEventNow` so far, by their key: the n-th identical call is a different event. */
+  private readonly immediateCalls = new Map<string, number>();
 
   constructor(private readonly o: RunWritesOptions) {}
 
@@ -102,6 +129,16 @@ export class RunWrites {
     this.cronWrites.push(write);
   }
 
+  /** Records how an agent event of the lane was answered (on its row, in the commit). */
+  finishEvent(eventId: string, outcome: EventOutcome): void {
+    this.eventOutcomes.set(eventId, outcome);
+  }
+
+  /** True when a tool of this run already sent `text` to `target`. */
+  toolSent(target: string, text: string): boolean {
+    return this.toolSends.some((s) => s.target === target && s.text.trim() === text.trim());
+  }
+
   setTriggerMode(chatAddress: string, mode: TriggerMode): void {
     this.triggerModes.set(chatAddress, mode);
   }
@@ -116,17 +153,35 @@ export class RunWrites {
     const held: (() => void)[] = [];
     return {
       outbox: {
-        send: async ({ target, message }) => {
+        send: async ({ target, message, recordIn }) => {
           const request = { target, message, source, deliveryId: randomUUID() };
           const checked = await this.o.outbox.check(request);
           if (!checked.ok) return checked;
-          held.push(() => this.deliver(request));
+          held.push(() => {
+            this.deliver(request);
+            this.toolSends.push({ target, text: message.text });
+            if (recordIn) {
+              this.recordEvent(recordIn, {
+                content: message.text,
+                source,
+                metadata: { kind: "cross_session_message", delivery_id: request.deliveryId, target, from_session_id: sessionId },
+              });
+            }
+          });
           return ok({ deliveryId: request.deliveryId });
         },
-        recordEvent: async (sessionId, event) => {
-          if (!(await this.o.sessions.get(sessionId))) return err({ code: "not_found", message: `session ${sessionId} does not exist` });
-          held.push(() => this.recordEvent(sessionId, { content: event.content, source, metadata: event.metadata ?? {} }));
-          return ok(undefined);
+        sendEvent: async (event) => {
+          const id = randomUUID();
+          held.push(() => this.sessionEvents.push({ ...event, id, source, fromSessionId: sessionId }));
+          return ok({ eventId: id });
+        },
+        sendEventNow: async (event) => {
+          const key = `${this.o.stableKey}|${sessionId}|${event.sessionId}|${event.mode}|${event.content}`;
+          const n = (this.immediateCalls.get(key) ?? 0) + 1;
+          this.immediateCalls.set(key, n);
+          const id = derivedId(`${key}|${n}`);
+          const sent = await this.o.sessionEvents.send({ ...event, id, source, fromSessionId: sessionId });
+          return sent.ok ? ok({ eventId: id }) : sent;
         },
         createCron: async (request) => {
           const owner = `session:${sessionId}`;
@@ -159,8 +214,8 @@ export class RunWrites {
     };
   }
 
-  /** Writes everything in `tx` (the run's fenced transaction); returns the deliveries to dispatch after it commits. */
-  async commit(tx: Tx): Promise<string[]> {
+  /** Writes everything in `tx` (the run's fenced transaction); returns the deliveries to dispatch and the lanes to wake after it commits. */
+  async commit(tx: Tx): Promise<{ deliveryIds: string[]; wake: string[] }> {
     for (const s of this.newSessions) await this.o.sessions.rotate(s.address, s.channel, tx, s.id);
     for (const sessionId of this.cleared) await this.o.turns.clear(sessionId, tx);
     for (const [address, mode] of this.triggerModes) await this.o.sessions.setTriggerMode(address, mode, tx);
@@ -186,7 +241,16 @@ export class RunWrites {
     for (const [cronRunId, outcome] of this.cronRuns) {
       await this.o.cron.recordTurnOutcome(cronRunId, { outcome: outcome.status, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds ?? [], error: outcome.error ?? null }, tx);
     }
-    return ids;
+    const wake: string[] = [];
+    for (const event of this.sessionEvents) {
+      const written = await this.o.sessionEvents.write(event, tx);
+      // Checked when the tool called; a session deleted since takes its event with it.
+      if (written.ok && written.value.wake) wake.push(written.value.wake);
+    }
+    for (const [eventId, outcome] of this.eventOutcomes) {
+      await this.o.events.finish(eventId, { ...outcome, runId: this.o.runId, at: now }, tx);
+    }
+    return { deliveryIds: ids, wake };
   }
 
   /**

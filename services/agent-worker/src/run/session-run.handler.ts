@@ -1,10 +1,21 @@
 import type { Redis } from "ioredis";
 import { decodeLaneItem, parseChatAddress, type Clock, type CronPayload, type OutboundMessage } from "@nahida/contracts";
-import type { CronJob, CronRepository, CronRun, InboundMessageRepository, InboundRecord, NewTurn, SessionRepository, TurnRepository } from "@nahida/db";
+import type {
+  CronJob,
+  CronRepository,
+  CronRun,
+  InboundMessageRepository,
+  InboundRecord,
+  NewTurn,
+  SessionEvent,
+  SessionEventRepository,
+  SessionRepository,
+  TurnRepository,
+} from "@nahida/db";
 import { RunStoppedError, type LaneHandler, type LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import { readCronJob, type CronJobs } from "@nahida/cron";
-import type { Outbox } from "@nahida/outbox";
+import { agentEventMetadata, type Outbox, type SessionEvents } from "@nahida/outbox";
 import type { TypedQueue } from "@nahida/queue";
 import type { RunAgent } from "../agent/agent-loop";
 import { applyReplySignals } from "../agent/reply-signals";
@@ -28,6 +39,10 @@ export interface SessionRunHandlerOptions {
   /** Checks the cron jobs tools and `/cron` write. */
   cronJobs: CronJobs;
   outbox: Outbox;
+  /** Agent events: read for `agent_event` items, answered in the run's commit. */
+  events: SessionEventRepository;
+  /** Events tools send into other sessions. */
+  sessionEvents: SessionEvents;
   /** For the best-effort "typing…" indicator, which has no row. */
   outbound: TypedQueue<"outbound">;
   commands: CommandRouter<CommandContext>;
@@ -58,19 +73,20 @@ interface ScheduledWork {
 }
 
 /** What a lane item turned into, in lane order. */
-type Work = { kind: "inbound"; record: InboundRecord } | { kind: "scheduled"; work: ScheduledWork };
+type Work = { kind: "inbound"; record: InboundRecord } | { kind: "scheduled"; work: ScheduledWork } | { kind: "event"; event: SessionEvent };
 
 type Segment =
   | { kind: "command"; record: InboundRecord; name: string; args: string }
   | { kind: "messages"; records: InboundRecord[] }
-  | { kind: "scheduled"; work: ScheduledWork };
+  | { kind: "scheduled"; work: ScheduledWork }
+  | { kind: "event"; event: SessionEvent };
 
 /** Splits a batch into commands (one each), scheduled turns (one each) and runs of ordinary messages, keeping order. */
 function segment(items: Work[], prefix: string): Segment[] {
   const segments: Segment[] = [];
   for (const item of items) {
-    if (item.kind === "scheduled") {
-      segments.push({ kind: "scheduled", work: item.work });
+    if (item.kind === "scheduled" || item.kind === "event") {
+      segments.push(item);
       continue;
     }
     const record = item.record;
@@ -103,6 +119,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
   async function itemsOf(run: LaneRunContext): Promise<Work[]> {
     const inboundItems: { itemId: string; inboundMessageId: string }[] = [];
     const scheduledItems: { itemId: string; cronRunId: string }[] = [];
+    const eventItems: { itemId: string; eventId: string }[] = [];
     for (const row of run.items) {
       const item = decodeLaneItem(row);
       if (!item.ok) {
@@ -117,9 +134,11 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           scheduledItems.push({ itemId: row.id, cronRunId: item.value.cronRunId });
           break;
         case "agent_event":
+          eventItems.push({ itemId: row.id, eventId: item.value.eventId });
+          break;
         case "subagent_result":
-          // Their producers come with the cross-session and sub-agent work; until then such
-          // an item fails where it can be seen instead of vanishing.
+          // Its producer comes with the sub-agent work; until then such an item fails where
+          // it can be seen instead of vanishing.
           run.reject(row.id, `this worker does not handle ${item.value.kind} lane items yet`);
           break;
         default: {
@@ -128,12 +147,20 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         }
       }
     }
-    const [records, cronRuns] = await Promise.all([
+    const [records, cronRuns, events] = await Promise.all([
       inboundItems.length ? o.inbound.getMany(inboundItems.map((i) => i.inboundMessageId)) : [],
       Promise.all(scheduledItems.map((i) => o.cron.getRun(i.cronRunId))),
+      o.events.getMany(eventItems.map((i) => i.eventId)),
     ]);
-    const byId = new Map(records.map((r) => [r.id, r]));
     const work = new Map<string, Work>();
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    for (const i of eventItems) {
+      const event = eventById.get(i.eventId);
+      // An event's session deleted since takes the event with it.
+      if (event) work.set(i.itemId, { kind: "event", event });
+      else run.reject(i.itemId, `agent event ${i.eventId} does not exist (its session was deleted)`);
+    }
+    const byId = new Map(records.map((r) => [r.id, r]));
     for (const i of inboundItems) {
       const record = byId.get(i.inboundMessageId);
       if (record) work.set(i.itemId, { kind: "inbound", record });
@@ -169,12 +196,23 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     const isGroup = chatType !== "private";
     const itemOf = new Map(run.items.map((i) => [i.refId, i.id]));
     const work = fetched.filter((item) => {
-      if (item.kind === "scheduled" || item.record.chatAddress === chatAddress) return true;
+      if (item.kind !== "inbound" || item.record.chatAddress === chatAddress) return true;
       run.reject(itemOf.get(item.record.id)!, `inbound message of chat ${item.record.chatAddress} is in the lane of ${chatAddress}`);
       return false;
     });
 
-    const writes = new RunWrites({ runId: run.runId, outbox: o.outbox, sessions, turns, cron: o.cron, cronJobs: o.cronJobs, clock: o.clock });
+    const writes = new RunWrites({
+      runId: run.runId,
+      outbox: o.outbox,
+      sessions,
+      turns,
+      cron: o.cron,
+      cronJobs: o.cronJobs,
+      sessionEvents: o.sessionEvents,
+      events: o.events,
+      stableKey: run.items[0]?.id ?? run.runId,
+      clock: o.clock,
+    });
     const state = { sessionId: session.id, triggerMode: chat.triggerMode };
 
     /** Queues a reply to the chat; `replyTo` is explicit so that "no quote" stays possible. */
@@ -199,6 +237,10 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     for (const part of segment(work, o.commands.prefix)) {
       if (part.kind === "scheduled") {
         await answerScheduled(part.work);
+        continue;
+      }
+      if (part.kind === "event") {
+        await answerEvent(part.event);
         continue;
       }
       if (part.kind === "command") {
@@ -283,7 +325,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
      * when there is nothing to send (stopped, suppressed). `fallback` answers the last
      * attempt's LLM failure.
      */
-    async function callAgent(sessionId: string, earlier: NewTurn[], fresh: NewTurn[], fallback: () => void): Promise<string | null> {
+    async function callAgent(sessionId: string, earlier: NewTurn[], fresh: NewTurn[], fallback: () => void, eventDepth = 0): Promise<string | null> {
       const messages = await o.contextBuilder.build(
         await history(sessionId),
         [...earlier, ...fresh].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })),
@@ -297,6 +339,9 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           sessionId,
           chatAddress,
           runId: run.runId,
+          laneKey: run.laneKey,
+          eventDepth,
+          subagent: (sessionId === session.id ? session.parentId : null) !== null,
           signal: run.signal,
           user: sessionId,
           outbox: tools.outbox,
@@ -359,7 +404,8 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         return;
       }
       const text = await callAgent(sessionId, earlier, userTurns, () => reply(last, { text: LLM_FAILED_REPLY }, "agent", replyTo));
-      if (text !== null) reply(last, { text }, "agent", replyTo);
+      // Said already with the message tool to this chat: not sent twice.
+      if (text !== null && !writes.toolSent(chatAddress, text)) reply(last, { text }, "agent", replyTo);
     }
 
     /**
@@ -396,8 +442,41 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       writes.finishCronRun(cronRun.id, { status: "succeeded", sessionId, deliveryIds });
     }
 
-    const deliveryIds = await run.commit((tx) => writes.commit(tx));
-    // After the commit: a crash here leaves queued rows that the delivery sweeper re-enqueues.
-    await o.outbox.dispatch(deliveryIds);
+    /**
+     * An event another session (or an operator) put into this lane: stored as an event turn
+     * (its source `agent:<run>` or `api:<token>`, never a user turn), shown to the model in
+     * its own envelope, answered in the chat, and the answer recorded on the event so the
+     * sender can read it.
+     */
+    async function answerEvent(event: SessionEvent): Promise<void> {
+      const sessionId = state.sessionId;
+      const turn: NewTurn = {
+        role: "event",
+        content: event.content,
+        source: event.source,
+        metadata: agentEventMetadata({ ...event, mode: "enqueue" }),
+      };
+      const earlier = [...writes.pendingTurns(sessionId)];
+      writes.appendTurns(sessionId, [turn]);
+      if (!o.runAgent) {
+        writes.finishEvent(event.id, { status: "failed", reply: null, error: "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)" });
+        return;
+      }
+      let failedReply = false;
+      const text = await callAgent(sessionId, earlier, [turn], () => (failedReply = true), event.depth);
+      if (failedReply) {
+        writes.finishEvent(event.id, { status: "failed", reply: null, error: "the language model could not be reached" });
+        return;
+      }
+      if (text !== null && !writes.toolSent(chatAddress, text)) {
+        writes.deliver({ target: chatAddress, message: { text, attachments: [], extra: {} }, source: "agent", sessionId });
+      }
+      writes.finishEvent(event.id, { status: "done", reply: text, error: null });
+    }
+
+    const { deliveryIds, wake } = await run.commit((tx) => writes.commit(tx));
+    // After the commit: a crash here leaves queued rows that the delivery sweeper re-enqueues,
+    // and lanes that the lane sweeper wakes.
+    await Promise.all([o.outbox.dispatch(deliveryIds), o.sessionEvents.wake(wake)]);
   };
 }
