@@ -6,7 +6,6 @@ import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
 import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
 import { NodeSDK, tracing } from "@opentelemetry/sdk-node";
-import { PrismaInstrumentation } from "@prisma/instrumentation";
 import { createAddHookMessageChannel } from "import-in-the-middle";
 
 export interface TracingOptions {
@@ -59,7 +58,7 @@ export async function registerTracingHooks(): Promise<void> {
 
 /**
  * Starts the OpenTelemetry SDK with the instrumentations Nahida needs: HTTP in and out
- * (webhooks, the Bot API, Milky), fetch (the LLM client), Fastify, pg, Prisma and ioredis.
+ * (webhooks, the Bot API, Milky), fetch (the LLM client), Fastify, pg (Prisma's queries too) and ioredis.
  * Metrics stay with prom-client and logs with pino (which adds `trace_id`/`span_id`), so
  * the SDK exports traces only.
  */
@@ -75,9 +74,10 @@ export function startTracing(options: TracingOptions): Tracing {
       }),
       new UndiciInstrumentation(),
       new FastifyOtelInstrumentation({ registerOnInitialization: true }),
-      // A span per query, without the pool's connect spans, which add nothing to a trace.
-      new PgInstrumentation({ ignoreConnectSpans: true }),
-      new PrismaInstrumentation(),
+      // A span per query, Prisma's included (it queries through the pg driver adapter), only
+      // under a traced span: the scheduler's polls and the sweeps would each start a trace.
+      // (@prisma/instrumentation is left out for that reason: it cannot require a parent.)
+      new PgInstrumentation({ ignoreConnectSpans: true, requireParentSpan: true }),
       // BullMQ's blocking reads and scripts under a job span are the queue hop itself.
       new IORedisInstrumentation({ requireParentSpan: true }),
     ],
