@@ -1,7 +1,7 @@
 import type { Update } from "grammy/types";
 import { InboundCommand } from "@nahida/contracts";
 import { stripNul, type Intake, type IntakeOutcome, type NormalizedEvent } from "@nahida/ingress";
-import type { Logger } from "@nahida/observability";
+import { withSpan, type Logger } from "@nahida/observability";
 import { DEFAULT_TELEGRAM_CHANNEL, normalizeUpdate, type NormalizeUpdateOptions, type TelegramBotIdentity } from "./telegram.normalizer";
 import type { ChatAdminsCache } from "./chat-admins.cache";
 
@@ -45,7 +45,11 @@ export function normalizeTelegramEvent(update: unknown, bot: TelegramBotIdentity
 export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOptions) {
   const channel = options.channel ?? DEFAULT_TELEGRAM_CHANNEL;
   const accountId = String(options.bot.id);
-  return async function acceptUpdate(update: Update): Promise<IntakeOutcome> {
+  // The platform event's span: under the webhook's request, or the root of a polled update's trace.
+  return (update: Update): Promise<IntakeOutcome> =>
+    withSpan("telegram.update", { attributes: { "nahida.channel": channel, "telegram.update_id": update.update_id } }, () => acceptUpdate(update));
+
+  async function acceptUpdate(update: Update): Promise<IntakeOutcome> {
     const chat = (update.message ?? update.channel_post)?.chat;
     if (options.admins && chat && (chat.type === "group" || chat.type === "supergroup")) {
       await options.admins.prefetch(String(chat.id));
@@ -60,7 +64,7 @@ export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOption
     if (event.kind === "ignored") return options.intake.ignore(channel, event.reason);
     const { kind: _kind, ...candidate } = event;
     return options.intake.accept({ channel, accountId, ...candidate });
-  };
+  }
 }
 
 export type AcceptUpdate = ReturnType<typeof createTelegramUpdateHandler>;

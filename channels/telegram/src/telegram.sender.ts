@@ -2,6 +2,7 @@ import { Api, GrammyError, HttpError, InputFile } from "grammy";
 import type { Attachment, ChatAddress, OutboundMessage } from "@nahida/contracts";
 import { resolveWorkspacePath } from "@nahida/workspace";
 import { ChannelSendError, type ChannelSender, type SendProgress } from "@nahida/channels";
+import { traceTelegramApi } from "./telegram-api.tracing";
 import { renderTelegramChunks } from "./telegram-text";
 import { DEFAULT_TELEGRAM_CHANNEL } from "./telegram.normalizer";
 
@@ -77,6 +78,7 @@ export class TelegramSender implements ChannelSender {
     // grammY waits 500 s by default; a send that hangs that long would hold up every later
     // message to the chat (they go out in order).
     this.api = new Api(o.token, { apiRoot: o.apiRoot, timeoutSeconds: 60 });
+    traceTelegramApi(this.api);
   }
 
   async send(target: ChatAddress, message: OutboundMessage, progress: SendProgress): Promise<void> {

@@ -2,7 +2,7 @@ import { InboundMessage, MessageContext, parseChatAddress, parseCommand } from "
 import type { Redis } from "ioredis";
 import { isDataError, laneKeyForChat, type InboundMessageRepository, type LaneAppend } from "@nahida/db";
 import { interruptLane, wakeLane } from "@nahida/lanes";
-import type { InboundMetrics } from "@nahida/observability";
+import { currentTraceparent, withSpan, type InboundMetrics } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
 
 /** One normalized platform event, ready to be stored. */
@@ -107,7 +107,12 @@ export function createIntake(options: IntakeOptions): Intake {
   };
   return {
     async accept(candidate) {
-      return counted(candidate.channel, await store(candidate));
+      // The span every channel's events pass through; the lane item keeps it for the run.
+      return withSpan("ingress.accept", { attributes: { "nahida.channel": candidate.channel } }, async (span) => {
+        const outcome = await store(candidate);
+        span.setAttribute("nahida.intake.outcome", outcome.kind);
+        return counted(candidate.channel, outcome);
+      });
     },
     ignore(channel, reason) {
       return counted(channel, { kind: "ignored", reason });
@@ -131,7 +136,7 @@ export function createIntake(options: IntakeOptions): Intake {
           context: checked.context,
           raw: clean.raw,
         },
-        { key: laneKey, append },
+        { key: laneKey, append, traceparent: currentTraceparent() },
       );
     } catch (error) {
       if (!isDataError(error)) throw error;

@@ -2,7 +2,18 @@ import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { isOutage, type Tx } from "@nahida/db";
 import { recoveryTimings, type LaneMode, type Readiness, type RecoveryTimings } from "@nahida/contracts";
-import { secondsSince, type LaneMetrics, type LaneRunOutcome, type QueueMetrics } from "@nahida/observability";
+import type { Telemetry } from "bullmq";
+import {
+  SpanStatusCode,
+  contextFromTraceparent,
+  parseTraceparent,
+  secondsSince,
+  withSpan,
+  type LaneMetrics,
+  type LaneRunOutcome,
+  type QueueMetrics,
+  type WithSpanOptions,
+} from "@nahida/observability";
 import { consumerReadiness, createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
 import { startLaneSweeper } from "./lane.sweeper";
 import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
@@ -88,6 +99,8 @@ export interface LaneRuntimeOptions {
   metrics?: LaneMetrics;
   /** Wait and handler times of the `lanes` queue. */
   queueMetrics?: QueueMetrics;
+  /** Trace propagation through wake jobs (`createQueueTelemetry`); none when tracing is off. */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -166,6 +179,25 @@ export function runOutcomeLabel(outcome: Exclude<RunOutcome, { kind: "empty" }>)
 export type DrainOutcome = "drained" | "busy" | "yielded" | "failed" | "lease-lost";
 
 /**
+ * A run continues the trace of its oldest item (the message that has waited longest; a
+ * wake job is de-duplicated per lane and cannot say whose trace it is), and links the
+ * traces of the other items it took. Items stored without a trace leave the run in the
+ * wake job's trace.
+ */
+function runSpanOptions(laneKey: string, runId: string, items: LaneItemRow[]): WithSpanOptions {
+  const [first, ...rest] = items.filter((i) => parseTraceparent(i.traceparent));
+  const links = rest.flatMap((i) => {
+    const spanContext = parseTraceparent(i.traceparent);
+    return spanContext ? [{ context: spanContext }] : [];
+  });
+  return {
+    attributes: { "nahida.lane.key": laneKey, "nahida.lane.run_id": runId, "nahida.lane.items": items.length },
+    ...(first ? { parent: contextFromTraceparent(first.traceparent) } : {}),
+    ...(links.length > 0 ? { links } : {}),
+  };
+}
+
+/**
  * Consumer side of session lanes (docs/lanes.md): a BullMQ worker on the `lanes` queue
  * whose jobs only say "look at lane K"; the lane's order, lease and run records live in
  * Postgres. Plus a sweeper that re-wakes lanes whose wake was lost or whose worker died.
@@ -178,7 +210,7 @@ export class LaneRuntime {
   private stopping = false;
   /** Stop switches of the runs in progress in this process, by lane. */
   private readonly active = new Map<string, AbortController>();
-  private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId" | "metrics" | "queueMetrics">>;
+  private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId" | "metrics" | "queueMetrics" | "telemetry">>;
 
   constructor(private readonly options: LaneRuntimeOptions) {
     this.store = new LaneStore(options.db);
@@ -208,6 +240,7 @@ export class LaneRuntime {
           this.options.logger.warn({ laneKey: job?.data?.laneKey, err: error.message }, "lane wake failed"),
         onError: (error) => this.options.logger.error({ err: error.message }, "lane worker error"),
         ...(this.options.queueMetrics ? { metrics: this.options.queueMetrics } : {}),
+        ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}),
       },
     );
     this.sweep = startLaneSweeper({
@@ -357,7 +390,12 @@ export class LaneRuntime {
       items = open.map((i) => ({ ...i, status: "running" as const, runId, attempts: i.attempts + 1 }));
     }
     const started = performance.now();
-    const outcome = await this.run(lease, signal, runId, items);
+    const outcome = await withSpan("lane.run", runSpanOptions(lease.laneKey, runId, items), async (span) => {
+      const result = await this.run(lease, signal, runId, items);
+      span.setAttribute("nahida.lane.run_outcome", runOutcomeLabel(result));
+      if (result.kind === "failed") span.setStatus({ code: SpanStatusCode.ERROR, message: "the run failed" });
+      return result;
+    });
     const metrics = this.options.metrics;
     if (metrics) {
       const label = runOutcomeLabel(outcome);

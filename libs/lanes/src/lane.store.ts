@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Database, Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
+import { currentTraceparent } from "@nahida/observability";
 
 /** The run's lease was taken over (or released); its work must not be committed. */
 export class LeaseLostError extends Error {
@@ -20,6 +21,8 @@ export interface LaneItemRow {
   runId: string | null;
   /** Runs that already took this item, including the current one once started. */
   attempts: number;
+  /** The trace of whoever appended it (W3C traceparent); null when tracing was off. */
+  traceparent: string | null;
 }
 
 export interface Lease {
@@ -70,6 +73,7 @@ export class LaneStore {
   /**
    * Appends an item to a lane, creating the lane on first use. Idempotent per (kind, refId).
    * The upsert locks the lane row, so sequence order equals commit order within a lane.
+   * The active span is stored with the item: the run that takes it continues that trace.
    */
   async append(laneKey: string, kind: string, refId: string, tx?: Tx): Promise<AppendResult> {
     const insert = `
@@ -78,8 +82,8 @@ export class LaneStore {
         ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
         RETURNING last_seq
       )
-      INSERT INTO lane_items (id, lane_key, seq, kind, ref_id)
-      SELECT gen_random_uuid(), $1, lane.last_seq, $2, $3 FROM lane
+      INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, traceparent)
+      SELECT gen_random_uuid(), $1, lane.last_seq, $2, $3, $4 FROM lane
       ON CONFLICT (kind, ref_id) DO NOTHING
       RETURNING id::text AS id, seq`;
     const select = "SELECT id::text AS id, seq FROM lane_items WHERE kind = $1 AND ref_id = $2";
@@ -87,7 +91,7 @@ export class LaneStore {
       tx
         ? tx.$queryRawUnsafe<{ id: string; seq: bigint }[]>(sql, ...params)
         : (await this.pool.query<{ id: string; seq: string }>(sql, params)).rows.map((r) => ({ id: r.id, seq: BigInt(r.seq) }));
-    const inserted = await query(insert, [laneKey, kind, refId]);
+    const inserted = await query(insert, [laneKey, kind, refId, currentTraceparent()]);
     if (inserted[0]) return { itemId: inserted[0].id, seq: BigInt(inserted[0].seq), created: true };
     const existing = await query(select, [kind, refId]);
     const row = existing[0];
@@ -119,10 +123,15 @@ export class LaneStore {
   ): Promise<{ lease: Lease; run: { runId: string; items: LaneItemRow[] } | null; abandoned: string[] } | null> {
     const token = randomUUID();
     const runId = randomUUID();
-    const { rows } = await this.pool.query<{ mode: string | null; run_id: string | null; items: { id: string; seq: string; kind: string; refId: string; attempts: number }[]; abandoned: string[] }>(
+    const { rows } = await this.pool.query<{
+      mode: string | null;
+      run_id: string | null;
+      items: { id: string; seq: string; kind: string; refId: string; attempts: number; traceparent: string | null }[];
+      abandoned: string[];
+    }>(
       `WITH lane AS (${CLAIM_LANE} RETURNING key, mode
        ), open AS (
-         SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts
+         SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts, i.traceparent
            FROM lane_items i JOIN lane ON i.lane_key = lane.key
           WHERE i.status IN ('pending', 'running')
           ORDER BY i.seq
@@ -144,10 +153,10 @@ export class LaneStore {
        ), taken AS (
          UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
           WHERE id IN (SELECT id FROM runnable) AND EXISTS (SELECT 1 FROM run)
-         RETURNING id, seq, kind, ref_id, attempts
+         RETURNING id, seq, kind, ref_id, attempts, traceparent
        )
        SELECT (SELECT mode FROM lane) AS mode, (SELECT id::text FROM run) AS run_id,
-              coalesce((SELECT json_agg(json_build_object('id', id::text, 'seq', seq::text, 'kind', kind, 'refId', ref_id, 'attempts', attempts) ORDER BY seq) FROM taken), '[]'::json) AS items,
+              coalesce((SELECT json_agg(json_build_object('id', id::text, 'seq', seq::text, 'kind', kind, 'refId', ref_id, 'attempts', attempts, 'traceparent', traceparent) ORDER BY seq) FROM taken), '[]'::json) AS items,
               coalesce((SELECT json_agg(id::text) FROM abandoned), '[]'::json) AS abandoned`,
       [laneKey, owner, token, leaseMs, o.maxBatchSize, o.maxAttempts, `gave up after ${o.maxAttempts} attempts`, runId, o.workerId],
     );
@@ -155,7 +164,16 @@ export class LaneStore {
     if (!row || row.mode === null) return null;
     const mode = LaneMode.safeParse(row.mode);
     const lease: Lease = { laneKey, token, mode: mode.success ? mode.data : "collect" };
-    const items: LaneItemRow[] = row.items.map((i) => ({ id: i.id, seq: BigInt(i.seq), kind: i.kind, refId: i.refId, status: "running", runId, attempts: i.attempts }));
+    const items: LaneItemRow[] = row.items.map((i) => ({
+      id: i.id,
+      seq: BigInt(i.seq),
+      kind: i.kind,
+      refId: i.refId,
+      status: "running",
+      runId,
+      attempts: i.attempts,
+      traceparent: i.traceparent,
+    }));
     return { lease, run: row.run_id ? { runId: row.run_id, items } : null, abandoned: row.abandoned };
   }
 
@@ -196,7 +214,7 @@ export class LaneStore {
   /** Open items in arrival order. `running` ones belong to a run whose worker died. */
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
     const { rows } = await this.pool.query<Omit<LaneItemRow, "seq"> & { seq: string }>(
-      `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts
+      `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
          FROM lane_items
         WHERE lane_key = $1 AND status IN ('pending', 'running')
         ORDER BY seq

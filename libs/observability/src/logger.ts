@@ -1,5 +1,6 @@
 import pino, { type Logger } from "pino";
 import pretty from "pino-pretty";
+import { logTraceFields } from "./tracing";
 
 export type { Logger };
 
@@ -10,7 +11,10 @@ export interface LoggerOptions {
   format?: "json" | "pretty";
 }
 
-/** Structured logs on stdout; secrets are redacted by key name wherever they appear. */
+/**
+ * Structured logs on stdout; secrets are redacted by key name wherever they appear. A line
+ * written inside a traced span carries its `trace_id` and `span_id`.
+ */
 export function createLogger(options: LoggerOptions): Logger {
   const settings = {
     level: options.level,
@@ -20,6 +24,8 @@ export function createLogger(options: LoggerOptions): Logger {
       censor: "[redacted]",
     },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Without a tracing SDK there is never an active span: one lookup, no fields.
+    mixin: logTraceFields,
   };
   if (options.format !== "pretty") return pino(settings);
   // In this thread rather than a transport worker: a terminal's log volume is small, and a

@@ -1,4 +1,5 @@
-import { DelayedError, Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
+import { DelayedError, Queue, UnrecoverableError, Worker, type Job, type JobsOptions, type Telemetry } from "bullmq";
+import { BullMQOtel } from "bullmq-otel";
 import type { Redis } from "ioredis";
 import { secondsSince, type QueueMetrics } from "@nahida/observability";
 import { jobCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName, type Readiness } from "@nahida/contracts";
@@ -8,6 +9,17 @@ export interface QueueOptions {
   connection: Redis;
   /** Key prefix isolating deployments and test runs that share a Redis. */
   prefix: string;
+  /** Trace propagation through the jobs ({@link createQueueTelemetry}); none when tracing is off. */
+  telemetry?: Telemetry;
+}
+
+/**
+ * BullMQ's OpenTelemetry bridge: a producer span per add whose context travels in the
+ * job's options, and a consumer span per processing that continues it, so a trace crosses
+ * the queue. Passed only when tracing is on: without it BullMQ adds no span and no metadata.
+ */
+export function createQueueTelemetry(): Telemetry {
+  return new BullMQOtel({ tracerName: "nahida-bullmq" });
 }
 
 /** A payload that failed its schema; retrying cannot fix it. */
@@ -42,7 +54,7 @@ export class TypedQueue<Q extends QueueName> {
     readonly name: Q,
     options: QueueOptions,
   ) {
-    this.queue = new Queue(name, { connection: options.connection, prefix: options.prefix });
+    this.queue = new Queue(name, { connection: options.connection, prefix: options.prefix, ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
   }
 
   async add<N extends JobName<Q>>(jobName: N, payload: JobPayload<Q, N>, options: JobsOptions = {}): Promise<Job> {
@@ -120,6 +132,8 @@ export interface ConsumerOptions {
   onError?: (error: Error) => void;
   /** Wait and handler times of this queue's jobs. */
   metrics?: QueueMetrics;
+  /** Continues each job's trace in its handler ({@link createQueueTelemetry}); none when tracing is off. */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -159,6 +173,7 @@ export function createConsumer<Q extends QueueName>(queue: Q, handlers: JobHandl
       stalledInterval: options.stalledIntervalMs,
       maxStalledCount: 3,
       autorun: true,
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     },
   );
   if (options.onFailed) worker.on("failed", options.onFailed);
@@ -189,10 +204,11 @@ export function consumerReadiness(worker: Worker | undefined, queue: QueueName):
 export type Queues = { [Q in QueueName]: TypedQueue<Q> };
 
 /** A producer for every queue of the job catalog, sharing one connection. */
-export function createQueues(connection: Redis, prefix: string): Queues {
+export function createQueues(connection: Redis, prefix: string, telemetry?: Telemetry): Queues {
+  const options: QueueOptions = { connection, prefix, ...(telemetry ? { telemetry } : {}) };
   return {
-    lanes: new TypedQueue("lanes", { connection, prefix }),
-    inbound: new TypedQueue("inbound", { connection, prefix }),
-    outbound: new TypedQueue("outbound", { connection, prefix }),
+    lanes: new TypedQueue("lanes", options),
+    inbound: new TypedQueue("inbound", options),
+    outbound: new TypedQueue("outbound", options),
   };
 }

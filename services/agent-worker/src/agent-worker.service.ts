@@ -1,4 +1,4 @@
-import type { Worker } from "bullmq";
+import type { Telemetry, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
@@ -61,6 +61,8 @@ export interface AgentWorkerOptions {
   logger: Logger;
   /** Lane runs, and wait and handler times of the `lanes` and `inbound` queues. */
   metrics?: { lanes: LaneMetrics; queue: QueueMetrics };
+  /** Continues the traces of `lanes` and `inbound` jobs (`createQueueTelemetry`); none when tracing is off. */
+  telemetry?: Telemetry;
 }
 
 export interface RunningAgentWorker {
@@ -113,6 +115,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     shutdownGraceMs: o.shutdownGraceMs,
     logger,
     ...(o.metrics ? { metrics: o.metrics.lanes, queueMetrics: o.metrics.queue } : {}),
+    ...(o.telemetry ? { telemetry: o.telemetry } : {}),
     handler: createSessionRunHandler({
       redis: o.redis,
       prefix: o.prefix,
@@ -159,6 +162,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       onFailed: (job, error) => logger.warn({ jobId: job?.id, err: error.message }, "inbound job failed"),
       onError: (error) => logger.error({ err: error.message }, "inbound worker error"),
       ...(o.metrics ? { metrics: o.metrics.queue } : {}),
+      ...(o.telemetry ? { telemetry: o.telemetry } : {}),
     },
   );
   lanes.start();

@@ -1,7 +1,7 @@
-import type { Worker } from "bullmq";
+import { DelayedError, type Telemetry, type Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { DeliveryRepository } from "@nahida/db";
-import type { DeliveryMetrics, Logger, QueueMetrics } from "@nahida/observability";
+import { withSpan, type DeliveryMetrics, type Logger, type QueueMetrics } from "@nahida/observability";
 import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
 import { parseChatAddress, type Clock, type Readiness, type RecoveryTimings } from "@nahida/contracts";
 import type { ChannelRegistry } from "@nahida/channels";
@@ -22,6 +22,8 @@ export interface DeliveryServiceOptions {
   unavailableMaxWaitMs?: number;
   logger: Logger;
   metrics?: { delivery: DeliveryMetrics; queue: QueueMetrics };
+  /** Continues the traces of `outbound` jobs (`createQueueTelemetry`); none when tracing is off. */
+  telemetry?: Telemetry;
 }
 
 export interface RunningDelivery {
@@ -33,18 +35,26 @@ export interface RunningDelivery {
 export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningDelivery> {
   const { deliveries } = o;
   const connection = o.createConnection("outbound-worker");
+  const deliver = createDeliverMessageHandler({
+    deliveries,
+    registry: o.registry,
+    clock: o.clock,
+    timings: o.timings,
+    logger: o.logger,
+    ...(o.unavailableMaxWaitMs !== undefined ? { unavailableMaxWaitMs: o.unavailableMaxWaitMs } : {}),
+    ...(o.metrics ? { metrics: o.metrics.delivery } : {}),
+  });
+  // A delay (a 429, an earlier message to the chat first) ends the span without failing it.
+  const spanOptions = (deliveryId: string) => ({ attributes: { "nahida.delivery.id": deliveryId }, expected: (e: unknown) => e instanceof DelayedError });
   const worker: Worker = createConsumer(
     "outbound",
     {
-      "delivery.send": createDeliverMessageHandler({
-        deliveries,
-        registry: o.registry,
-        clock: o.clock,
-        timings: o.timings,
-        logger: o.logger,
-        ...(o.unavailableMaxWaitMs !== undefined ? { unavailableMaxWaitMs: o.unavailableMaxWaitMs } : {}),
-        ...(o.metrics ? { metrics: o.metrics.delivery } : {}),
-      }),
+      "delivery.send": (payload, job, token) =>
+        withSpan("delivery.send", spanOptions(payload.deliveryId), async (span) => {
+          const outcome = await deliver(payload, job, token);
+          span.setAttribute("nahida.delivery.outcome", outcome);
+          return outcome;
+        }),
       // Best effort: a lost or failed indicator is not worth a retry or a log line above debug.
       "chat.action": async ({ target, action }) => {
         const address = parseChatAddress(target);
@@ -63,6 +73,7 @@ export async function startDelivery(o: DeliveryServiceOptions): Promise<RunningD
       onFailed: (job, error) => o.logger.warn({ jobId: job?.id, job: job?.name, attemptsMade: job?.attemptsMade, err: error.message }, "outbound job failed"),
       onError: (error) => o.logger.error({ err: error.message }, "outbound worker error"),
       ...(o.metrics ? { metrics: o.metrics.queue } : {}),
+      ...(o.telemetry ? { telemetry: o.telemetry } : {}),
     },
   );
 

@@ -4,3 +4,4 @@ export * from "./channel-modules";
 export * from "./launcher.env";
 export * from "./nahida";
 export * from "./preflight";
+export * from "./tracing.env";

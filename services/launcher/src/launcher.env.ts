@@ -5,6 +5,7 @@ import { gatewayEnvSchema } from "@nahida/gateway";
 import { schedulerEnvSchema } from "@nahida/scheduler";
 import { CHANNEL_MODULES } from "./channel-modules";
 import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
+import { tracingEnvSchema, tracingOn } from "./tracing.env";
 
 export type ServiceName = "gateway" | "agent-worker" | "delivery" | "scheduler" | IngressServiceName;
 
@@ -38,6 +39,7 @@ const fixedEnvSchema = z.object({
   ...gatewayEnvSchema.shape,
   ...agentWorkerEnvSchema.shape,
   ...schedulerEnvSchema.shape,
+  ...tracingEnvSchema.shape,
   /** Default: every service that is configured (`ingress-<kind>` needs an instance of that kind). */
   NAHIDA_SERVICES: serviceList.optional(),
   /** Platform sends running at the same time in one delivery process. */
@@ -68,6 +70,8 @@ export const launcherEnvSchema = z.record(z.string(), z.string()).transform((raw
   return {
     ...fixed.data,
     NAHIDA_SERVICES: fixed.data.NAHIDA_SERVICES ?? SERVICE_NAMES.filter(hasInstance),
+    /** Whether this process traces (OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT set); the launcher starts the SDK then. */
+    tracing: tracingOn(fixed.data),
     /** The channel instances, in NAHIDA_CHANNELS order; their names are the channels of ChatAddresses. */
     channels,
   };

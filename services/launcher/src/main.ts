@@ -1,40 +1,15 @@
-import { formatEnvIssues, parseEnv } from "@nahida/config";
-import { createLogger } from "@nahida/observability";
-import { launcherEnvSchema } from "./launcher.env";
-import { startNahida } from "./nahida";
-import { PreflightError } from "./preflight";
+import { parseEnv } from "@nahida/config";
+import { tracingEnvSchema, tracingOn } from "./tracing.env";
 
-const parsed = parseEnv(launcherEnvSchema, process.env);
-if (!parsed.ok) {
-  process.stderr.write(`${formatEnvIssues(parsed.error)}\n`);
-  process.exit(1);
+// Tracing starts before any service module is imported: instrumentations patch pg, ioredis
+// and http as those are first loaded. When it is off the SDK is never even loaded. A bad
+// OTEL_* variable is reported by the launcher below, with every other bad variable.
+const tracingEnv = parseEnv(tracingEnvSchema, process.env);
+let tracing = null;
+if (tracingEnv.ok && tracingOn(tracingEnv.value)) {
+  const { registerTracingHooks, startTracing } = await import("./tracing");
+  await registerTracingHooks();
+  tracing = startTracing({ serviceName: tracingEnv.value.OTEL_SERVICE_NAME });
 }
-const env = parsed.value;
-const logger = createLogger({ level: env.LOG_LEVEL, service: env.NAHIDA_SERVICES.join("+"), format: env.LOG_FORMAT });
-
-try {
-  const nahida = await startNahida(env, logger);
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "draining");
-    setTimeout(() => {
-      logger.error({ timeoutMs: env.NAHIDA_SHUTDOWN_TIMEOUT_MS }, "shutdown timed out; exiting");
-      process.exit(1);
-    }, env.NAHIDA_SHUTDOWN_TIMEOUT_MS).unref();
-    await nahida.stop();
-    logger.info("stopped");
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
-  // Only once the handlers exist: until then SIGTERM kills at once, without draining, and a
-  // supervisor that waits for this line may send it the moment the line is out (a
-  // synchronous log stream, as LOG_FORMAT=pretty is, writes it before this code goes on).
-  logger.info({ services: nahida.services }, "nahida started");
-} catch (error) {
-  if (error instanceof PreflightError) process.stderr.write(`nahida: ${error.message}\n`);
-  else logger.fatal({ err: error }, "startup failed");
-  process.exit(1);
-}
+const { launch } = await import("./launch");
+await launch(tracing);

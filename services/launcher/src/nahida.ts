@@ -12,7 +12,7 @@ import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
-import { createQueues, createRedis, pingRedis, queueJobCounts } from "@nahida/queue";
+import { createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts } from "@nahida/queue";
 import { startScheduler } from "@nahida/scheduler";
 import { startChannelIngress } from "./channel-ingress";
 import type { IngressServiceName } from "./channel-instances.env";
@@ -62,7 +62,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const redis = createConnection("shared", false);
   const prefix = env.NAHIDA_QUEUE_PREFIX;
   const timings = recoveryTimings(env.NAHIDA_LEASE_MS ?? env.LANE_LEASE_MS ?? DEFAULT_LEASE_MS);
-  const queues = createQueues(redis, prefix);
+  // Jobs carry their trace only when this process traces; otherwise BullMQ adds nothing.
+  const telemetry = env.tracing ? createQueueTelemetry() : undefined;
+  const queues = createQueues(redis, prefix, telemetry);
   const metrics = createMetrics({ onSourceError: (source, e) => logger.warn({ source, err: e.message }, "a metric could not be read") });
   const laneStore = new LaneStore(db);
   metrics.setSources({ queueJobs: () => queueJobCounts(Object.values(queues)), openLaneItems: () => laneStore.openItemStats() });
@@ -179,6 +181,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
         metrics: { lanes: metrics.lanes, queue: metrics.queue },
+        ...(telemetry ? { telemetry } : {}),
       });
       if (llmConfigured) logger.info(`agent-worker: model ${env.OPENAI_MODEL} at ${new URL(env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").origin}, ${env.AGENT_CONCURRENCY} sessions at once`);
       else logger.warn("agent-worker: no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY): commands work, free text gets a hint");
@@ -216,6 +219,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         ...(env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS ? { unavailableMaxWaitMs: env.DELIVERY_UNAVAILABLE_MAX_WAIT_MS } : {}),
         logger: logger.child({ component: "delivery" }),
         metrics: { delivery: metrics.delivery, queue: metrics.queue },
+        ...(telemetry ? { telemetry } : {}),
       });
       logger.info({ channels: registry.channels() }, `delivery: sending to ${registry.channels().join(", ") || "no channel"}, ${env.DELIVERY_CONCURRENCY} at once`);
       return { name: "delivery", stop: delivery.stop, readiness: delivery.readiness };

@@ -52,7 +52,8 @@ export class InboundMessageRepository {
       context: MessageContext;
       raw: unknown;
     },
-    lane: { key: string; append: LaneAppend },
+    /** `traceparent`: the intake's span, stored with the lane item for the run to continue. */
+    lane: { key: string; append: LaneAppend; traceparent?: string | null },
     tx?: Tx,
   ): Promise<StoredInbound> {
     const db = tx ?? this.prisma;
@@ -86,8 +87,8 @@ export class InboundMessageRepository {
         ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
         RETURNING last_seq
       ), item AS (
-        INSERT INTO lane_items (id, lane_key, seq, kind, ref_id)
-        SELECT gen_random_uuid(), ${lane.key}::text, lane.last_seq, 'inbound', inserted.id::text FROM lane, inserted
+        INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, traceparent)
+        SELECT gen_random_uuid(), ${lane.key}::text, lane.last_seq, 'inbound', inserted.id::text, ${lane.traceparent ?? null}::text FROM lane, inserted
         ON CONFLICT (kind, ref_id) DO NOTHING
         RETURNING seq
       ), chat AS (

@@ -1,3 +1,4 @@
+import { SpanStatusCode, withSpan } from "@nahida/observability";
 import type { ChatMessage, LlmClient, ToolCall } from "./llm.client";
 import { ToolRegistry, type ToolContext } from "./tool-registry";
 
@@ -40,7 +41,7 @@ export function createAgentLoop(options: AgentLoopOptions) {
       conversation.push({ role: "assistant", content: content || null, tool_calls: completion.toolCalls });
       turns.push({ role: "assistant", content, toolCalls: completion.toolCalls });
       for (const call of completion.toolCalls) {
-        const outcome = await options.tools.execute(call.function.name, call.function.arguments, context);
+        const outcome = await executeTool(options.tools, call, context);
         const rendered = ToolRegistry.render(outcome);
         conversation.push({ role: "tool", tool_call_id: call.id, content: rendered });
         turns.push({ role: "tool", toolCallId: call.id, name: call.function.name, content: rendered });
@@ -51,3 +52,17 @@ export function createAgentLoop(options: AgentLoopOptions) {
 }
 
 export type RunAgent = ReturnType<typeof createAgentLoop>;
+
+/**
+ * One tool call as a span (`execute_tool <name>`, GenAI conventions); a result the model is
+ * told is an error marks the span failed. Arguments and results stay out of it.
+ */
+function executeTool(tools: ToolRegistry, call: ToolCall, context: ToolContext) {
+  const attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.function.name, "gen_ai.tool.call.id": call.id };
+  return withSpan(`execute_tool ${call.function.name}`, { attributes }, async (span) => {
+    const outcome = await tools.execute(call.function.name, call.function.arguments, context);
+    // Not the error text: it may quote the model's arguments.
+    if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: "the tool answered with an error" });
+    return outcome;
+  });
+}

@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { wellFormed } from "@nahida/contracts";
-import { secondsSince, type LlmMetrics } from "@nahida/observability";
+import { SpanKind, secondsSince, withSpan, type LlmMetrics } from "@nahida/observability";
 
 /** One message in the chat-completions shape the agent loop speaks. */
 export type ChatMessage =
@@ -52,7 +52,11 @@ export interface OpenAiLlmOptions {
   metrics?: LlmMetrics;
 }
 
-/** An LlmClient over any OpenAI-compatible chat-completions endpoint. */
+/**
+ * An LlmClient over any OpenAI-compatible chat-completions endpoint. Each call is a span in
+ * the GenAI conventions' names (`chat <model>`, `gen_ai.usage.*`); its duration is the
+ * latency. Prompts and answers stay out of the span.
+ */
 export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
   const client = new OpenAI({
     baseURL: options.baseURL,
@@ -60,6 +64,7 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
     timeout: options.timeoutMs ?? 120_000,
     maxRetries: options.maxRetries ?? 2,
   });
+  const serverAddress = new URL(options.baseURL).hostname;
   const create = (request: CompletionRequest) =>
     client.chat.completions.create(
       {
@@ -72,31 +77,49 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
     );
   return {
     model: options.model,
-    async complete(request) {
-      const started = performance.now();
-      const model = options.model;
-      let response;
-      try {
-        response = await create(request);
-      } catch (error) {
-        options.metrics?.calls.inc({ model, outcome: "error" });
-        options.metrics?.durationSeconds.observe({ model, outcome: "error" }, secondsSince(started));
-        throw error;
-      }
-      if (options.metrics) {
-        options.metrics.calls.inc({ model, outcome: "ok" });
-        options.metrics.durationSeconds.observe({ model, outcome: "ok" }, secondsSince(started));
-        if (response.usage) {
-          options.metrics.tokens.inc({ model, direction: "in" }, response.usage.prompt_tokens);
-          options.metrics.tokens.inc({ model, direction: "out" }, response.usage.completion_tokens);
-        }
-      }
-      const message = response.choices[0]?.message;
-      const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
-        call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: wellFormed(call.function.arguments) } }] : [],
-      );
-      // What the model says is stored and sent; it must be text Postgres takes.
-      return { content: message?.content == null ? null : wellFormed(message.content), toolCalls };
-    },
+    complete: (request) =>
+      withSpan(
+        `chat ${options.model}`,
+        { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": options.model, "server.address": serverAddress } },
+        async (span) => {
+          const completion = await complete(request);
+          span.setAttributes({
+            "gen_ai.response.model": completion.response.model,
+            ...(completion.response.usage
+              ? { "gen_ai.usage.input_tokens": completion.response.usage.prompt_tokens, "gen_ai.usage.output_tokens": completion.response.usage.completion_tokens }
+              : {}),
+            "gen_ai.response.finish_reasons": completion.response.choices.map((c) => c.finish_reason),
+          });
+          return completion.result;
+        },
+      ),
   };
+
+  async function complete(request: CompletionRequest) {
+    const started = performance.now();
+    const model = options.model;
+    let response;
+    try {
+      response = await create(request);
+    } catch (error) {
+      options.metrics?.calls.inc({ model, outcome: "error" });
+      options.metrics?.durationSeconds.observe({ model, outcome: "error" }, secondsSince(started));
+      throw error;
+    }
+    if (options.metrics) {
+      options.metrics.calls.inc({ model, outcome: "ok" });
+      options.metrics.durationSeconds.observe({ model, outcome: "ok" }, secondsSince(started));
+      if (response.usage) {
+        options.metrics.tokens.inc({ model, direction: "in" }, response.usage.prompt_tokens);
+        options.metrics.tokens.inc({ model, direction: "out" }, response.usage.completion_tokens);
+      }
+    }
+    const message = response.choices[0]?.message;
+    const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
+      call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: wellFormed(call.function.arguments) } }] : [],
+    );
+    // What the model says is stored and sent; it must be text Postgres takes.
+    const result: Completion = { content: message?.content == null ? null : wellFormed(message.content), toolCalls };
+    return { result, response };
+  }
 }

@@ -1,0 +1,46 @@
+import { formatEnvIssues, parseEnv } from "@nahida/config";
+import { createLogger } from "@nahida/observability";
+import { launcherEnvSchema } from "./launcher.env";
+import { startNahida } from "./nahida";
+import { PreflightError } from "./preflight";
+import type { Tracing } from "./tracing";
+
+/** The process: reads the environment, starts the selected services, drains them on SIGTERM/SIGINT. */
+export async function launch(tracing: Tracing | null): Promise<void> {
+  const parsed = parseEnv(launcherEnvSchema, process.env);
+  if (!parsed.ok) {
+    process.stderr.write(`${formatEnvIssues(parsed.error)}\n`);
+    process.exit(1);
+  }
+  const env = parsed.value;
+  const logger = createLogger({ level: env.LOG_LEVEL, service: env.NAHIDA_SERVICES.join("+"), format: env.LOG_FORMAT });
+
+  try {
+    const nahida = await startNahida(env, logger);
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, "draining");
+      setTimeout(() => {
+        logger.error({ timeoutMs: env.NAHIDA_SHUTDOWN_TIMEOUT_MS }, "shutdown timed out; exiting");
+        process.exit(1);
+      }, env.NAHIDA_SHUTDOWN_TIMEOUT_MS).unref();
+      await nahida.stop();
+      // The spans of the drain itself are buffered: send them before exiting.
+      await tracing?.stop().catch((e: unknown) => logger.warn({ err: (e as Error).message }, "could not flush the last spans"));
+      logger.info("stopped");
+      process.exit(0);
+    };
+    process.on("SIGTERM", () => void stop("SIGTERM"));
+    process.on("SIGINT", () => void stop("SIGINT"));
+    // Only once the handlers exist: until then SIGTERM kills at once, without draining, and a
+    // supervisor that waits for this line may send it the moment the line is out (a
+    // synchronous log stream, as LOG_FORMAT=pretty is, writes it before this code goes on).
+    logger.info({ services: nahida.services, tracing: env.tracing }, "nahida started");
+  } catch (error) {
+    if (error instanceof PreflightError) process.stderr.write(`nahida: ${error.message}\n`);
+    else logger.fatal({ err: error }, "startup failed");
+    process.exit(1);
+  }
+}
