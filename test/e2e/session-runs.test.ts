@@ -49,13 +49,13 @@ describe("session runs: typed lane items and the run's unit of work", () => {
     const lane = `chat:telegram:private:${chat}`;
     const producer = new LaneProducer(database, lanes);
     await producer.append(lane, "telepathy", "t-1");
-    await producer.append(lane, "agent_event", "00000000-0000-4000-8000-0000000000e1");
+    await producer.append(lane, "subagent_result", "00000000-0000-4000-8000-0000000000e1");
     const failed = await waitFor(async () => {
       const { rows } = await db.query("SELECT kind, status, error FROM lane_items WHERE lane_key = $1 ORDER BY seq", [lane]);
       return rows.length === 2 && rows.every((r) => r.status === "failed") ? rows : undefined;
     }, 10_000, "both items to fail");
     expect(failed[0].error).toMatch(/unknown lane item kind "telepathy"; known: inbound, agent_event/);
-    expect(failed[1].error).toMatch(/does not handle agent_event/);
+    expect(failed[1].error).toMatch(/does not handle subagent_result/);
 
     h.openai.enqueue({ content: "Still here." });
     h.telegram.pushUpdate(privateText(chat, "hello?"));

@@ -21,6 +21,10 @@ export const agentWorkerEnvSchema = z.object({
   LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).optional(),
   /** Which cron jobs the agent's cron tools reach: `chat` (the current chat's) or `all`. */
   AGENT_CRON_SCOPE: z.enum(["chat", "all"]).default("chat"),
+  /** Which sessions the session tools see and send to: `self`, `tree` (own and children) or `all`. */
+  AGENT_SESSION_VISIBILITY: z.enum(["self", "tree", "all"]).default("tree"),
+  /** The loop guard: agent events between sessions chain at most this deep. */
+  AGENT_EVENT_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(5),
   /** A delivery still queued after this long expires instead of arriving late. */
   NAHIDA_DELIVERY_TTL_MS: positiveMs.default(3_600_000),
 });

@@ -155,6 +155,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         outbox,
         cronJobs,
         cronToolScope: env.AGENT_CRON_SCOPE,
+        sessionVisibility: env.AGENT_SESSION_VISIBILITY,
+        maxEventDepth: env.AGENT_EVENT_MAX_DEPTH,
         clock,
         redis,
         createConnection: (purpose) => createConnection(purpose),

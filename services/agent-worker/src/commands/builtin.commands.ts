@@ -85,6 +85,26 @@ const trigger: Command = {
   },
 };
 
+const SEND_SETTINGS = { on: "allow", off: "deny", inherit: null } as const;
+
+const send: Command = {
+  name: "send",
+  description: "whether agents of other sessions may send into this chat: on, off, or inherit the send policy (owner or admins)",
+  usage: "[on|off|inherit]",
+  handler: ({ context, args }) => {
+    const now = context.sendOverride === "allow" ? "on" : context.sendOverride === "deny" ? "off" : "inherit (the send policy decides)";
+    if (args === "") return `Sends from other sessions: ${now}. Use /send on, /send off or /send inherit.`;
+    if (!Object.hasOwn(SEND_SETTINGS, args)) return "Usage: /send on|off|inherit";
+    const refused = refuseUnlessGroupAdmin(context);
+    if (refused) return refused;
+    const value = SEND_SETTINGS[args as keyof typeof SEND_SETTINGS];
+    context.setSendOverride(value);
+    if (value === "allow") return "Agents of other sessions may send into this chat.";
+    if (value === "deny") return "Agents of other sessions can no longer send into this chat.";
+    return "Sends into this chat follow the send policy again.";
+  },
+};
+
 const describeSchedule = (schedule: unknown, tz: string): string => {
   const s = schedule as { kind: string; expr?: string; every_ms?: number; at?: string };
   if (s.kind === "cron") return `cron ${s.expr} (${tz})`;
@@ -125,4 +145,4 @@ const cron: Command = {
 };
 
 /** The built-in commands, matched before the agent. */
-export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger, cron];
+export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger, send, cron];

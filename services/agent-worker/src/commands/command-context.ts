@@ -28,6 +28,9 @@ export interface CommandContext {
   rotateSession(): string;
   clearHistory(): void;
   setTriggerMode(mode: TriggerMode): void;
+  /** Whether agents of other sessions may send into this chat: its `/send` override (null: the policy decides). */
+  sendOverride: "allow" | "deny" | null;
+  setSendOverride(value: "allow" | "deny" | null): void;
   cron: ChatCronJobs;
   /** True when a reply in progress was stopped by this `/stop` (and clears the mark). */
   consumeStopped(): Promise<boolean>;

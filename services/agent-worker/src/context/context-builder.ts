@@ -37,6 +37,26 @@ export interface ScheduledTurnMetadata {
 }
 
 const isScheduledTurn = (metadata: Record<string, unknown>): boolean => metadata.kind === "scheduled_turn";
+const isAgentEvent = (metadata: Record<string, unknown>): boolean => metadata.kind === "agent_event";
+/** Events that speak to the model as a turn of their own (a window of history may start at one). */
+const isPromptEvent = (metadata: Record<string, unknown>): boolean => isScheduledTurn(metadata) || isAgentEvent(metadata);
+
+/**
+ * The envelope of an event from another session or an operator: it goes in as a user-role
+ * turn (the model is to act on it), labelled with where it came from, never as something
+ * a person in the chat wrote.
+ */
+function renderAgentEvent(metadata: Record<string, unknown>, source: string, content: string): string {
+  const from = typeof metadata.from_session_id === "string" ? ` | from session ${metadata.from_session_id}` : "";
+  const label = source.replace(/[\r\n\]|]/g, " ").slice(0, 100);
+  return `[event from ${label}${from} | ${metadata.mode === "record_only" ? "for your information" : "asks for a turn"} | not a message from a user]\n${content}`;
+}
+
+/** A message the agent of another session sent into this chat (`message` with delivery `record`). */
+function renderCrossSessionMessage(metadata: Record<string, unknown>, source: string, content: string): string {
+  const from = typeof metadata.from_session_id === "string" ? `session ${metadata.from_session_id}` : source;
+  return `[sent into this chat by the agent of ${from}]\n${content}`;
+}
 
 /**
  * The envelope of a scheduled event: it asks the model to act like a user message does, so
@@ -95,6 +115,8 @@ export interface RenderableTurn {
   role: string;
   content: string;
   metadata: unknown;
+  /** Who produced it (`agent:<run>`, `api:<token>`, `cron:<job>`); events name it in their envelope. */
+  source?: string;
 }
 
 /**
@@ -122,6 +144,8 @@ export function createContextBuilder(options: ContextBuilderOptions) {
         return { role: "tool", tool_call_id: String(metadata.tool_call_id ?? ""), content: turn.content };
       case "event":
         if (isScheduledTurn(metadata)) return { role: "user", content: renderScheduledTurn(metadata, turn.content) };
+        if (isAgentEvent(metadata)) return { role: "user", content: renderAgentEvent(metadata, turn.source ?? "", turn.content) };
+        if (metadata.kind === "cross_session_message") return { role: "system", content: renderCrossSessionMessage(metadata, turn.source ?? "", turn.content) };
         return { role: "system", content: turn.content };
       case "system":
         return { role: "system", content: turn.content };
@@ -136,7 +160,7 @@ export function createContextBuilder(options: ContextBuilderOptions) {
       const files = await readPromptFiles(options.workspaceDir);
       const system = [options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, ...files.map((f) => `## ${f.name}\n${f.content}`)].join("\n\n");
       // A window that starts inside a tool exchange would be rejected by the API.
-      const firstUser = history.findIndex((t) => t.role === "user" || (t.role === "event" && isScheduledTurn((t.metadata ?? {}) as Record<string, unknown>)));
+      const firstUser = history.findIndex((t) => t.role === "user" || (t.role === "event" && isPromptEvent((t.metadata ?? {}) as Record<string, unknown>)));
       const window = firstUser === -1 ? [] : history.slice(firstUser);
       const rendered = [...window, ...fresh].map(renderTurn).filter((m): m is ChatMessage => m !== null);
       return [{ role: "system", content: system }, ...keepToolResultsAdjacent(rendered)];

@@ -70,6 +70,7 @@ export class RunWrites {
   private readonly newSessions: { id: string; address: string; channel: string }[] = [];
   private readonly cleared = new Set<string>();
   private readonly triggerModes = new Map<string, TriggerMode>();
+  private readonly sendOverrides = new Map<string, "allow" | "deny" | null>();
   private readonly cronRuns = new Map<string, CronRunOutcome>();
   private readonly cronWrites: CronWrite[] = [];
   private readonly sessionEvents: NewSessionEvent[] = [];
@@ -137,6 +138,11 @@ export class RunWrites {
   /** True when a tool of this run already sent `text` to `target`. */
   toolSent(target: string, text: string): boolean {
     return this.toolSends.some((s) => s.target === target && s.text.trim() === text.trim());
+  }
+
+  /** A chat's `/send` override, applied in the commit. */
+  setSendOverride(chatAddress: string, value: "allow" | "deny" | null): void {
+    this.sendOverrides.set(chatAddress, value);
   }
 
   setTriggerMode(chatAddress: string, mode: TriggerMode): void {
@@ -219,6 +225,7 @@ export class RunWrites {
     for (const s of this.newSessions) await this.o.sessions.rotate(s.address, s.channel, tx, s.id);
     for (const sessionId of this.cleared) await this.o.turns.clear(sessionId, tx);
     for (const [address, mode] of this.triggerModes) await this.o.sessions.setTriggerMode(address, mode, tx);
+    for (const [address, value] of this.sendOverrides) await this.o.events.setChatSendPolicy(address, value, tx);
     const now = this.o.clock.now();
     for (const [sessionId, turns] of this.turnsBySession) {
       if (turns.length > 0) await this.o.turns.append(sessionId, turns, tx, { touchSession: now });

@@ -213,7 +213,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       stableKey: run.items[0]?.id ?? run.runId,
       clock: o.clock,
     });
-    const state = { sessionId: session.id, triggerMode: chat.triggerMode };
+    const state = { sessionId: session.id, triggerMode: chat.triggerMode, sendOverride: (chat.sendPolicy ?? null) as "allow" | "deny" | null };
 
     /** Queues a reply to the chat; `replyTo` is explicit so that "no quote" stays possible. */
     const reply = (record: InboundRecord, message: Partial<OutboundMessage>, source: string, replyTo: string | undefined) =>
@@ -262,6 +262,11 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
           setTriggerMode: (mode) => {
             state.triggerMode = mode;
             writes.setTriggerMode(chatAddress, mode);
+          },
+          sendOverride: state.sendOverride,
+          setSendOverride: (value) => {
+            state.sendOverride = value;
+            writes.setSendOverride(chatAddress, value);
           },
           consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.laneKey))) !== null,
           commandList: () => o.commands.list(),
@@ -328,7 +333,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     async function callAgent(sessionId: string, earlier: NewTurn[], fresh: NewTurn[], fallback: () => void, eventDepth = 0): Promise<string | null> {
       const messages = await o.contextBuilder.build(
         await history(sessionId),
-        [...earlier, ...fresh].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {} })),
+        [...earlier, ...fresh].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {}, ...(t.source ? { source: t.source } : {}) })),
       );
       if (run.signal.reason instanceof RunStoppedError) return null;
       let result;
