@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
+import { createDatabase } from "@nahida/db";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/nahida-harness";
@@ -123,5 +124,63 @@ describe("nahida CLI", () => {
     const usage = await nahida(["cron", "create", "--name", "x", "--every", "soon", "--text", "x"], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("--every must be a duration");
+  });
+
+  it("lists, shows and reads sessions, and sends events into one", async () => {
+    const db = createDatabase({ url: h.databaseUrl, poolSize: 1 });
+    const session = await db.prisma.session.create({ data: { laneKey: "chat:milky:group:4401", chatAddress: "milky:group:4401", channel: "milky" } });
+    await db.close();
+
+    const listed = await nahida(["sessions", "list", "--channel", "milky", "--limit", "5"], env);
+    expect(listed.stderr).toBe("");
+    expect(listed.stdout).toMatch(/^ID +CHANNEL +CHAT +STATUS +LAST ACTIVE\n/);
+    expect(listed.stdout).toContain(`${session.id}  milky    milky:group:4401  active`);
+    expect(listed.stdout).toContain("1-1 of 1 sessions");
+    const json = JSON.parse((await nahida(["sessions", "list", "--channel", "milky", "--json"], env)).stdout);
+    expect(json).toMatchObject({ total: 1, sessions: [{ id: session.id, chat_address: "milky:group:4401" }] });
+    expect((await nahida(["sessions", "show", session.id], env)).stdout).toContain("chat:        milky:group:4401");
+
+    const recorded = await nahida(["sessions", "send", session.id, "--mode", "record_only", "--wait", "5", "deploy", "at", "18:00"], env);
+    expect(recorded.stderr).toBe("");
+    expect(recorded.code).toBe(0);
+    expect(recorded.stdout).toMatch(new RegExp(`^event [0-9a-f-]{36} in session ${session.id}: recorded\n$`));
+    const history = await nahida(["sessions", "history", session.id, "--json"], env);
+    expect(JSON.parse(history.stdout).messages).toEqual([expect.objectContaining({ role: "event", content: "deploy at 18:00", source: expect.stringMatching(/^api:/) })]);
+    expect((await nahida(["sessions", "history", session.id], env)).stdout).toContain("event (api:");
+
+    // The agent-worker runs here: the event ends answered or failed, and the exit status says which.
+    const enqueued = await nahida(["sessions", "send", session.id, "--wait", "20", "--json", "what", "is", "planned?"], env);
+    expect(enqueued.stderr).toBe("");
+    const final = JSON.parse(enqueued.stdout);
+    expect(final).toMatchObject({ session_id: session.id, mode: "enqueue", status: expect.stringMatching(/^(done|failed)$/) });
+    expect(enqueued.code).toBe(final.status === "done" ? 0 : 1);
+    const followed = await nahida(["sessions", "event", session.id, final.event_id, "--json"], env);
+    expect(JSON.parse(followed.stdout)).toMatchObject({ event_id: final.event_id, status: final.status });
+
+    const queued = await nahida(["sessions", "send", session.id, "later"], env);
+    expect(queued.stdout).toMatch(new RegExp(`^event [0-9a-f-]{36} queued; follow it with: nahida sessions event ${session.id} [0-9a-f-]{36}\n$`));
+    const unknown = await nahida(["sessions", "send", "00000000-0000-4000-8000-000000000000", "hi"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe("nahida: 404 not_found: session 00000000-0000-4000-8000-000000000000 does not exist\n");
+    const usage = await nahida(["sessions", "send", session.id], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("sessions send needs a message");
+  });
+
+  it("reads and replaces the send policy from a file", async () => {
+    expect(JSON.parse((await nahida(["policy", "get"], env)).stdout)).toEqual({ default: "allow", rules: [] });
+    const file = join(h.workspaceDir, "policy.json");
+    const policy = { default: "deny", rules: [{ effect: "allow", channel: "telegram" }] };
+    await writeFile(file, JSON.stringify(policy));
+    const set = await nahida(["policy", "set", file], env);
+    expect(set.stderr).toBe("");
+    expect(JSON.parse(set.stdout)).toEqual(policy);
+    expect(JSON.parse((await nahida(["policy", "get"], env)).stdout)).toEqual(policy);
+    await writeFile(file, JSON.stringify({ rules: [{ effect: "sometimes" }] }));
+    const bad = await nahida(["policy", "set", file], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^nahida: 400 bad_request: body\.rules\.0\.effect: /);
+    await writeFile(file, "{ not json");
+    expect((await nahida(["policy", "set", file], env)).code).toBe(2);
   });
 });

@@ -134,3 +134,13 @@ export const SessionEventView = z
 export type SessionEventView = z.infer<typeof SessionEventView>;
 
 export const SessionEventParams = z.strictObject({ id: z.uuid(), event_id: z.uuid() });
+
+/**
+ * `POST /api/sessions/:id/events` answers at once: `recorded` (in the history) or `queued`
+ * (in the lane). The run id is known only once a run takes the event, so it is absent
+ * here until then; follow the event with `GET .../events/:event_id`.
+ */
+export const SessionEventAccepted = z
+  .object({ event_id: z.uuid(), status: z.enum(["recorded", "queued"]), run_id: z.uuid().optional() })
+  .meta({ id: "SessionEventAccepted" });
+export type SessionEventAccepted = z.infer<typeof SessionEventAccepted>;

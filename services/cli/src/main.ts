@@ -5,6 +5,8 @@ import { DeliveryStatus, type AttachmentType, type DeliveryView, type SendReques
 import { ApiError, createApiClient, type ApiRequest } from "./api.client";
 import { CRON_USAGE, cronCommand } from "./cron.command";
 import { DELIVERIES_USAGE, deliveriesCommand } from "./deliveries.command";
+import { POLICY_USAGE, policyCommand } from "./policy.command";
+import { SESSIONS_USAGE, sessionsCommand } from "./sessions.command";
 import { UsageError } from "./usage-error";
 
 const USAGE = `Usage: nahida <command> [options]
@@ -13,6 +15,8 @@ const USAGE = `Usage: nahida <command> [options]
        [--idempotency-key KEY] [--wait] <text>
                                   queue a message; --attach paths are inside the server's workspace
 ${DELIVERIES_USAGE}
+${SESSIONS_USAGE}
+${POLICY_USAGE}
   tokens create --name NAME --scopes send,read,cron,admin
                                   create an API token (the secret is printed once)
   tokens list                     list tokens
@@ -110,6 +114,14 @@ async function main(argv: string[]): Promise<void> {
       return tokens(api, rest);
     case "cron":
       return print(await cronCommand(api, rest));
+    case "sessions": {
+      const result = await sessionsCommand(api, rest);
+      print(result.output);
+      process.exitCode = result.exitCode;
+      return;
+    }
+    case "policy":
+      return print(await policyCommand(api, rest));
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

@@ -3,7 +3,7 @@ import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
-import type { ApiTokenRepository, CronRepository, DeliveryRepository, SessionRepository, TurnRepository } from "@nahida/db";
+import type { ApiTokenRepository, CronRepository, DeliveryRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
@@ -14,6 +14,8 @@ import { cronRoutes } from "./routes/cron/cron.route";
 import { deliveryRoutes, type DeliveryRouteOptions } from "./routes/deliveries/deliveries.route";
 import { healthRoutes, type ReadinessProbe } from "./routes/health/health.route";
 import { sendRoutes } from "./routes/send/send.route";
+import { policyRoutes } from "./routes/policy/policy.route";
+import { sessionEventRoutes, type SessionEventRouteOptions } from "./routes/sessions/session-events.route";
 import { sessionRoutes } from "./routes/sessions/sessions.route";
 import { tokenRoutes } from "./routes/tokens/tokens.route";
 import type { SendService } from "./services/send.service";
@@ -22,6 +24,10 @@ export interface ApiOptions {
   deliveries: DeliveryRepository;
   sessions: SessionRepository;
   turns: TurnRepository;
+  /** Session events and the send policy document. */
+  events: SessionEventRepository;
+  /** `POST /api/sessions/:id/events`: the outbox's session events. */
+  sessionEvents: SessionEventRouteOptions["sessionEvents"];
   tokens: ApiTokenRepository;
   cron: CronRepository;
   cronJobs: CronJobs;
@@ -65,6 +71,8 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(sendRoutes, { send: api.send });
   await fastify.register(deliveryRoutes, { deliveries: api.deliveries, retry: api.retryDelivery });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
+  await fastify.register(sessionEventRoutes, { sessionEvents: api.sessionEvents, events: api.events });
+  await fastify.register(policyRoutes, { events: api.events });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
   if (api.queueDashboard) {

@@ -3,7 +3,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
-import type { Outbox } from "@nahida/outbox";
+import type { Outbox, SessionEvents } from "@nahida/outbox";
 import type { MetricsRouteOptions } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 import { pingRedis } from "@nahida/queue";
@@ -16,9 +16,11 @@ export interface GatewayOptions {
   /** Largest accepted request body. */
   bodyLimitBytes: number;
   db: Pick<Database, "checkReady">;
-  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron">;
+  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events">;
   /** Every send goes through it (it knows the registered channels and the workspace). */
   outbox: Outbox;
+  /** Operators' events into sessions go through it (it appends to the target's lane). */
+  sessionEvents: SessionEvents;
   /** Cron job writes (checks, quota) for the /api/cron routes. */
   cronJobs: CronJobs;
   redis: Redis;
@@ -45,7 +47,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
   });
-  const { tokens, deliveries, sessions, turns, cron } = options.repositories;
+  const { tokens, deliveries, sessions, turns, cron, events } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
@@ -57,6 +59,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       deliveries,
       sessions,
       turns,
+      events,
+      sessionEvents: options.sessionEvents,
       tokens,
       cron,
       cronJobs: options.cronJobs,

@@ -4,7 +4,7 @@ import type { Redis } from "ioredis";
 import { createOpenAiLlm, startAgentWorker, type ToolDefinition } from "@nahida/agent-worker";
 import { DEFAULT_LEASE_MS, recoveryTimings, systemClock, type Readiness } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
-import { Outbox } from "@nahida/outbox";
+import { Outbox, SessionEvents } from "@nahida/outbox";
 import { ChannelRegistry } from "@nahida/channels";
 import { startDelivery } from "@nahida/delivery";
 import { CronJobs } from "@nahida/cron";
@@ -86,6 +86,14 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     clock,
     ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}),
   });
+  const sessionEvents = new SessionEvents({
+    events: repositories.events,
+    sessions: repositories.sessions,
+    turns: repositories.turns,
+    appendToLane: (laneKey, kind, refId, tx) => laneStore.append(laneKey, kind, refId, tx),
+    wake: (laneKey) => wakeLane(queues.lanes, laneKey),
+    transaction: (fn) => db.prisma.$transaction(fn),
+  });
   const cronJobs = new CronJobs({
     cron: repositories.cron,
     // An edit waits for a scheduler's claim of the same job to commit; give it the time one can take.
@@ -123,6 +131,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         db,
         repositories,
         outbox,
+        sessionEvents,
         cronJobs,
         redis,
         logger: logger.child({ component: "gateway" }),

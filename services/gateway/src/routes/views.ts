@@ -1,5 +1,5 @@
-import { type CronJobView, type CronRunView, type DeliveryView, type SessionView, type TokenScope } from "@nahida/contracts";
-import type { ApiToken, CronJob, CronRun, Delivery, Session } from "@nahida/db";
+import { type CronJobView, type CronRunView, type DeliveryView, type SessionEventMode, type SessionEventView, type SessionView, type TokenScope } from "@nahida/contracts";
+import type { ApiToken, CronJob, CronRun, Delivery, Session, SessionEventState } from "@nahida/db";
 
 /** Database rows → API representations (snake_case, ISO timestamps, no internals). */
 export const deliveryView = (d: Delivery): DeliveryView => ({
@@ -26,6 +26,19 @@ export const sessionView = (s: Session): SessionView => ({
   parent_id: s.parentId,
   created_at: s.createdAt.toISOString(),
   last_activity_at: s.lastActivityAt.toISOString(),
+});
+
+export const sessionEventView = ({ event, status, runId, error }: SessionEventState): SessionEventView => ({
+  event_id: event.id,
+  session_id: event.sessionId,
+  mode: event.mode as SessionEventMode,
+  status,
+  source: event.source,
+  run_id: runId,
+  reply: event.reply,
+  error,
+  created_at: event.createdAt.toISOString(),
+  finished_at: event.finishedAt?.toISOString() ?? null,
 });
 
 export const tokenView = (t: ApiToken) => ({
