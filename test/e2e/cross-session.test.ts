@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import type { FakeOpenAIRequest, FakeOpenAIReply } from "../fakes/openai.fake";
+import { apiClient } from "../gateway/api-client";
 import { waitFor } from "../support/infra";
 import { sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { privateText } from "./telegram-fixtures";
@@ -38,6 +39,8 @@ function toolResults(h: Harness, sessionId: string): string[] {
   }
   return out;
 }
+
+const ADMIN = "nhd_cross_session_admin_token_0123456789";
 
 describe("cross-session tools: message, sessions_*, send policy", () => {
   let h: Harness;
@@ -239,6 +242,41 @@ describe("cross-session tools: message, sessions_*, send policy", () => {
     h.telegram.pushUpdate(privateText(b, "/send inherit"));
     const replies = await sentTo(h, b, 4);
     expect(replies[3]!.params.text).toBe("Sends into this chat follow the send policy again.");
+  });
+});
+
+describe("operator events", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("cross_operator", { NAHIDA_API_TOKEN: ADMIN });
+  });
+  afterAll(async () => h?.close());
+
+  it("POST /api/sessions/:id/events enqueue: the agent answers in that chat, and the event reads done with the reply", async () => {
+    const chat = 430000001;
+    h.telegram.pushUpdate(privateText(chat, "hi"));
+    await sentTo(h, chat, 1);
+    const api = apiClient(h.nahida.gatewayAddress!, ADMIN);
+    const { sessions } = (await api("GET", "/api/sessions")).body as { sessions: { id: string; chat_address: string }[] };
+    const session = sessions.find((s) => s.chat_address === `telegram:private:${chat}`)!;
+    h.openai.onRequest((request) => {
+      const last = request.body.messages.at(-1) as { content: unknown };
+      return String(last.content).startsWith("[event from api:") ? { content: "Maintenance is tonight at 22:00." } : undefined;
+    });
+    const accepted = await api("POST", `/api/sessions/${session.id}/events`, { message: "Tell the user about tonight's maintenance.", mode: "enqueue" });
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toMatchObject({ status: "queued" });
+    const [, told] = await sentTo(h, chat, 2);
+    expect(told!.params.text).toBe("Maintenance is tonight at 22:00.");
+    const state = await waitFor(
+      async () => {
+        const got = await api("GET", `/api/sessions/${session.id}/events/${accepted.body.event_id}`);
+        return got.body.status === "done" ? got.body : undefined;
+      },
+      10_000,
+      "the event to read done",
+    );
+    expect(state).toMatchObject({ status: "done", reply: "Maintenance is tonight at 22:00.", source: expect.stringMatching(/^api:/), run_id: expect.any(String) });
   });
 });
 
