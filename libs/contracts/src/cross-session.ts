@@ -34,7 +34,10 @@ export const SEND_POLICY_MAX_RULES = 200;
 export const SendPolicyRule = z
   .strictObject({
     effect: z.enum(["allow", "deny"]),
-    channel: noNul(z.string().min(1).max(64)).optional(),
+    channel: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]{0,63}$/, "a channel name as in chat addresses (lower case, e.g. telegram)")
+      .optional(),
     chat_type: ChatType.optional(),
     session_prefix: z
       .string()
@@ -61,8 +64,9 @@ export type ChatSendOverride = z.infer<typeof ChatSendOverride>;
 
 /** What a send goes to, as the policy sees it. */
 export interface SendTarget {
-  channel: string;
-  chatType: ChatType;
+  /** The target's chat; null for a session without one (a sub-agent's), which channel and chat type rules never match. */
+  channel: string | null;
+  chatType: ChatType | null;
   /** The target session, when the send names one (sessions_send, `session:<id>`). */
   sessionId?: string;
   /** The target chat's `/send` override. */

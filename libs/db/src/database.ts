@@ -81,6 +81,19 @@ export function isDataError(error: unknown): boolean {
   return typeof code === "string" && /^2[23][0-9A-Z]{3}$/.test(code);
 }
 
+/**
+ * True when Postgres ended the transaction to break a deadlock or a serialization conflict
+ * (40P01, 40001): the same work can succeed when tried again.
+ */
+export function isConflictAbort(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const meta = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown } } }; code?: unknown });
+    const codes = [meta.meta?.driverAdapterError?.cause?.originalCode, meta.code];
+    if (codes.some((c) => c === "40P01" || c === "40001" || c === "P2034")) return true;
+  }
+  return false;
+}
+
 /** SQLSTATE classes and codes that mean the database (not the statement) failed. */
 const OUTAGE_CODE = /^(08[0-9A-Z]{3}|53[0-9A-Z]{3}|57P0[1-3])$/;
 const OUTAGE_NODE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "P1001", "P1002", "P1008", "P1017", "P2024"]);

@@ -1,6 +1,6 @@
 import type { Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { isOutage, type Tx } from "@nahida/db";
+import { isConflictAbort, isOutage, type Tx } from "@nahida/db";
 import { recoveryTimings, type LaneMode, type Readiness, type RecoveryTimings } from "@nahida/contracts";
 import type { Telemetry } from "bullmq";
 import {
@@ -456,9 +456,10 @@ export class LaneRuntime {
         return { kind: "handed-back" };
       }
       const message = error instanceof Error ? error.message : String(error);
-      if (isOutage(error)) {
-        // Postgres or Redis is away: not the items' fault, so the attempt does not count
-        // (a few outages in a row must not give up on a message). Try again after a pause.
+      if (isOutage(error) || isConflictAbort(error)) {
+        // Postgres or Redis is away, or Postgres broke a deadlock (two commits enqueueing
+        // into each other's lanes): not the items' fault, so the attempt does not count
+        // (a few in a row must not give up on a message). Try again after a pause.
         this.options.logger.warn({ laneKey: lease.laneKey, runId, err: message }, "lane run hit an outage; handing it back");
         // The hand-back needs the database too; if it is still away the lease runs out and
         // the lane is taken over later (the attempt then stays counted).

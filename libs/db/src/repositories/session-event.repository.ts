@@ -43,6 +43,22 @@ export interface LaneRunSummary {
 
 const SEND_POLICY = "send";
 
+interface SessionEventRow {
+  id: string;
+  session_id: string;
+  source: string;
+  from_session_id: string | null;
+  content: string;
+  mode: string;
+  depth: number;
+  status: string;
+  reply: string | null;
+  error: string | null;
+  run_id: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
 /**
  * Events between sessions (`sessions_send`, operator events), what agents may see of other
  * sessions, and the send policy document.
@@ -73,12 +89,33 @@ export class SessionEventRepository {
    * one whose item failed for good is `failed` with the lane's error.
    */
   async state(id: string): Promise<SessionEventState | null> {
-    const event = await this.get(id);
-    if (!event) return null;
+    // One statement: read apart, the target's commit could land between the two reads and
+    // a done event would read as queued.
+    const [row] = await this.prisma.$queryRaw<(SessionEventRow & { item_status: string | null; item_run: string | null; item_error: string | null })[]>`
+      SELECT e.id::text AS id, e.session_id::text AS session_id, e.source, e.from_session_id::text AS from_session_id, e.content, e.mode, e.depth,
+             e.status, e.reply, e.error, e.run_id::text AS run_id, e.created_at, e.finished_at,
+             li.status AS item_status, li.run_id::text AS item_run, li.error AS item_error
+        FROM session_events e LEFT JOIN lane_items li ON li.kind = 'agent_event' AND li.ref_id = e.id::text
+       WHERE e.id = ${id}::uuid`;
+    if (!row) return null;
+    const event: SessionEvent = {
+      id: row.id,
+      sessionId: row.session_id,
+      source: row.source,
+      fromSessionId: row.from_session_id,
+      content: row.content,
+      mode: row.mode,
+      depth: row.depth,
+      status: row.status,
+      reply: row.reply,
+      error: row.error,
+      runId: row.run_id,
+      createdAt: row.created_at,
+      finishedAt: row.finished_at,
+    };
     if (event.status !== "queued") return { event, status: event.status as SessionEventStatus, runId: event.runId, error: event.error };
-    const item = await this.prisma.laneItem.findUnique({ where: { kind_refId: { kind: "agent_event", refId: id } }, select: { status: true, runId: true, error: true } });
-    if (item?.status === "failed") return { event, status: "failed", runId: item.runId, error: item.error ?? "the run failed" };
-    if (item?.status === "running") return { event, status: "running", runId: item.runId, error: null };
+    if (row.item_status === "failed") return { event, status: "failed", runId: row.item_run, error: row.item_error ?? "the run failed" };
+    if (row.item_status === "running") return { event, status: "running", runId: row.item_run, error: null };
     return { event, status: "queued", runId: null, error: null };
   }
 

@@ -111,6 +111,11 @@ export class RunWrites {
     this.turnsBySession.get(sessionId)?.splice(0);
   }
 
+  /** True when this run created the session (`/new`): it has no stored history. */
+  isNewSession(sessionId: string): boolean {
+    return this.newSessions.some((s) => s.id === sessionId);
+  }
+
   /** True when this run wiped the session's stored history. */
   isCleared(sessionId: string): boolean {
     return this.cleared.has(sessionId);
@@ -182,7 +187,9 @@ export class RunWrites {
           return ok({ eventId: id });
         },
         sendEventNow: async (event) => {
-          const key = `${this.o.stableKey}|${sessionId}|${event.sessionId}|${event.mode}|${event.content}`;
+          // Not the text: a retried run's model may word it differently; its n-th waited-for
+          // send to the same session is the same event.
+          const key = `${this.o.stableKey}|${sessionId}|${event.sessionId}|${event.mode}`;
           const n = (this.immediateCalls.get(key) ?? 0) + 1;
           this.immediateCalls.set(key, n);
           const id = derivedId(`${key}|${n}`);
@@ -249,7 +256,8 @@ export class RunWrites {
       await this.o.cron.recordTurnOutcome(cronRunId, { outcome: outcome.status, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds ?? [], error: outcome.error ?? null }, tx);
     }
     const wake: string[] = [];
-    for (const event of this.sessionEvents) {
+    // In session order, so that two commits enqueueing into the same lanes lock them alike.
+    for (const event of [...this.sessionEvents].sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))) {
       const written = await this.o.sessionEvents.write(event, tx);
       // Checked when the tool called; a session deleted since takes its event with it.
       if (written.ok && written.value.wake) wake.push(written.value.wake);

@@ -230,8 +230,12 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         inboundMessageId: record.id,
       });
 
-    /** Whether the database holds history for this session that this run has not wiped. */
-    const hasStoredHistory = (sessionId: string) => sessionId === session.id && !writes.isCleared(sessionId);
+    /**
+     * Whether the database may hold history for this session that this run has not wiped (a
+     * session `/new` made in this run has none; an agent event may go to an older session of
+     * the chat).
+     */
+    const hasStoredHistory = (sessionId: string) => !writes.isCleared(sessionId) && !writes.isNewSession(sessionId);
     const history = async (sessionId: string) => (hasStoredHistory(sessionId) ? turns.recent(sessionId, o.historyTurns) : []);
 
     for (const part of segment(work, o.commands.prefix)) {
@@ -454,7 +458,17 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
      * sender can read it.
      */
     async function answerEvent(event: SessionEvent): Promise<void> {
-      const sessionId = state.sessionId;
+      // Answered in the session it was sent to: the chat's current one, or an older session
+      // of this lane that a sender named (it keeps its own history).
+      let sessionId = state.sessionId;
+      if (event.sessionId !== sessionId) {
+        const named = await sessions.get(event.sessionId);
+        if (!named || named.laneKey !== run.laneKey) {
+          run.reject(itemOf.get(event.id)!, `agent event ${event.id} is for session ${event.sessionId}, which is not in lane ${run.laneKey}`);
+          return;
+        }
+        sessionId = named.id;
+      }
       const turn: NewTurn = {
         role: "event",
         content: event.content,
@@ -471,6 +485,10 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       const text = await callAgent(sessionId, earlier, [turn], () => (failedReply = true), event.depth);
       if (failedReply) {
         writes.finishEvent(event.id, { status: "failed", reply: null, error: "the language model could not be reached" });
+        return;
+      }
+      if (run.signal.reason instanceof RunStoppedError) {
+        writes.finishEvent(event.id, { status: "failed", reply: null, error: "the turn was stopped (/stop)" });
         return;
       }
       if (text !== null && !writes.toolSent(chatAddress, text)) {

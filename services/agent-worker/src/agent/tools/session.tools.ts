@@ -35,6 +35,9 @@ const VISIBILITY_TEXT: Record<SessionVisibility, string> = {
   all: "every session",
 };
 
+/** Session and event ids as the database compares them (a UUID in any case names the same row). */
+const Id = z.uuid().transform((id) => id.toLowerCase());
+
 const LIST_MAX = 100;
 const HISTORY_DEFAULT = 20;
 const HISTORY_MAX = 100;
@@ -57,20 +60,25 @@ export function sessionTools(o: SessionToolsOptions) {
     return session;
   }
 
-  /** Whether a send from `context` into `address` (and the session `sessionId`) is allowed. */
-  async function checkSend(context: ToolContext, address: string, sessionId?: string): Promise<void> {
+  /**
+   * Whether a send from `context` into the chat `address` (null: a session without a chat)
+   * and the session `sessionId` is allowed. A chat named by address is judged with its
+   * current session too, so a session-prefix rule cannot be passed by naming the chat.
+   */
+  async function checkSend(context: ToolContext, address: string | null, sessionId?: string): Promise<void> {
     // A chat's own replies are not a cross-session send.
-    if (address === context.chatAddress && (sessionId === undefined || sessionId === context.sessionId)) return;
-    const parsed = parseChatAddress(address);
-    if (!parsed.ok) throw new Error(parsed.error.message);
-    const [chat, policy] = await Promise.all([o.sessions.getChat(address), o.events.sendPolicy()]);
+    if (address !== null && address === context.chatAddress && (sessionId === undefined || sessionId === context.sessionId)) return;
+    const parsed = address === null ? null : parseChatAddress(address);
+    if (parsed && !parsed.ok) throw new Error(parsed.error.message);
+    const [chat, policy] = await Promise.all([address === null ? null : o.sessions.getChat(address), o.events.sendPolicy()]);
+    const target = sessionId ?? chat?.currentSessionId ?? undefined;
     const allowed = checkSendPolicy(policy, {
-      channel: parsed.value.channel,
-      chatType: parsed.value.type,
-      ...(sessionId ? { sessionId } : {}),
+      channel: parsed?.value.channel ?? null,
+      chatType: parsed?.value.type ?? null,
+      ...(target ? { sessionId: target } : {}),
       chatOverride: (chat?.sendPolicy ?? null) as ChatSendOverride | null,
     });
-    if (!allowed.ok) throw new Error(`sending to ${address} is not allowed: ${allowed.error}`);
+    if (!allowed.ok) throw new Error(`sending to ${address ?? `session ${sessionId}`} is not allowed: ${allowed.error}`);
   }
 
   return [
@@ -164,13 +172,17 @@ export function sessionTools(o: SessionToolsOptions) {
     defineTool({
       name: "session_status",
       description: "A session's state: its active run, recent runs, queue depth; with event_id, where an event you sent stands.",
-      parameters: z.object({ session_id: z.uuid().optional().describe("default: this session"), event_id: z.uuid().optional() }),
+      parameters: z.object({ session_id: Id.optional().describe("default: this session, or the event's"), event_id: Id.optional() }),
       async execute(args, context) {
-        const session = await visibleSession(context, args.session_id ?? context.sessionId);
-        const [overview, runs, event] = await Promise.all([
-          o.events.overview(context.sessionId, o.visibility, { limit: 1, sessionId: session.id }),
+        const event = args.event_id ? await o.events.state(args.event_id) : null;
+        // An event this session sent can be followed in its target without naming it.
+        const sentByUs = event !== null && event.event.fromSessionId === context.sessionId;
+        const sessionId = args.session_id ?? (event ? event.event.sessionId : context.sessionId);
+        const session = sentByUs && sessionId === event.event.sessionId ? await o.sessions.get(sessionId) : await visibleSession(context, sessionId);
+        if (!session) throw new Error(`session ${sessionId} no longer exists`);
+        const [overview, runs] = await Promise.all([
+          o.events.overview(session.id, "self", { limit: 1, sessionId: session.id }),
           o.events.recentRuns(session.laneKey, RECENT_RUNS),
-          args.event_id ? o.events.state(args.event_id) : null,
         ]);
         const active = runs.find((r) => r.status === "running");
         return {
@@ -188,7 +200,7 @@ export function sessionTools(o: SessionToolsOptions) {
       name: "sessions_history",
       description: "Read a visible session's history, newest page first (messages cut to 2000 characters; base64, temporary URLs and reasoning removed).",
       parameters: z.object({
-        session_id: z.uuid(),
+        session_id: Id,
         limit: z.number().int().min(1).max(HISTORY_MAX).default(HISTORY_DEFAULT),
         offset: z.number().int().min(0).max(1_000_000).default(0),
       }),
@@ -203,7 +215,7 @@ export function sessionTools(o: SessionToolsOptions) {
         "Send an event to another session you can see. mode 'record_only' writes it into that session's history; 'enqueue' (default) also runs a turn there. " +
         `wait_seconds (0-${WAIT_MAX_SECONDS}) waits for that turn's reply; the result's status is recorded, queued, running, done (with reply) or failed — queued or running after the wait means it is still on its way, not lost.`,
       parameters: z.object({
-        target_session_id: z.uuid(),
+        target_session_id: Id,
         message: z.string().min(1).max(20_000),
         mode: SessionEventMode.default("enqueue"),
         wait_seconds: z.number().int().min(0).max(WAIT_MAX_SECONDS).default(0),
@@ -212,7 +224,7 @@ export function sessionTools(o: SessionToolsOptions) {
       async execute(args, context) {
         if (args.target_session_id === context.sessionId) throw new Error("that is this session; answer directly instead");
         const session = await visibleSession(context, args.target_session_id);
-        if (session.chatAddress) await checkSend(context, session.chatAddress, session.id);
+        await checkSend(context, session.chatAddress, session.id);
         const depth = context.eventDepth + 1;
         if (depth > o.maxEventDepth) {
           o.logger.warn({ sessionId: context.sessionId, target: session.id, depth, runId: context.runId }, "agent event chain stopped at the depth limit");
