@@ -23,6 +23,11 @@ export const Attachment = z
   });
 export type Attachment = z.infer<typeof Attachment>;
 
+/** A workspace file as an {@link Attachment}: optional fields left out, not set to undefined. */
+export function workspaceAttachment(a: { type: AttachmentType; path: string; filename?: string | undefined; caption?: string | undefined }): Attachment {
+  return { type: a.type, path: a.path, ...(a.filename ? { filename: a.filename } : {}), ...(a.caption ? { caption: a.caption } : {}) };
+}
+
 export const RoleTag = z.string().min(1).max(32);
 
 export const Sender = z.object({

@@ -1,4 +1,4 @@
-import { err, ok, parseChatAddress, type OutboundMessage, type Result } from "@nahida/contracts";
+import { err, ok, parseChatAddress, workspaceAttachment, type OutboundMessage, type Result } from "@nahida/contracts";
 import type { StoredCronJob } from "@nahida/cron";
 import { laneKeyForChat, type SessionRepository, type Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
@@ -70,7 +70,7 @@ export async function writeCronEffect(
     case "notify": {
       const message: OutboundMessage = {
         text: payload.text,
-        attachments: payload.attachments.map((a) => ({ type: a.type, path: a.path, ...(a.filename ? { filename: a.filename } : {}), ...(a.caption ? { caption: a.caption } : {}) })),
+        attachments: payload.attachments.map(workspaceAttachment),
         extra: {},
       };
       const request = {

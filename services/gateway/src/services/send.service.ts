@@ -1,4 +1,4 @@
-import { NahidaError, type OutboundMessage, type SendRequest } from "@nahida/contracts";
+import { NahidaError, workspaceAttachment, type OutboundMessage, type SendRequest } from "@nahida/contracts";
 import type { Delivery } from "@nahida/db";
 import { hashRequest, type Outbox } from "@nahida/outbox";
 
@@ -19,12 +19,7 @@ export function createSendService(o: { outbox: Outbox }) {
     const message: OutboundMessage = {
       text: request.text,
       ...(request.reply_to ? { replyTo: request.reply_to } : {}),
-      attachments: request.attachments.map((a) => ({
-        type: a.type,
-        path: a.path,
-        ...(a.filename ? { filename: a.filename } : {}),
-        ...(a.caption ? { caption: a.caption } : {}),
-      })),
+      attachments: request.attachments.map(workspaceAttachment),
       extra: {},
     };
     const sent = await o.outbox.send({

@@ -9,6 +9,7 @@ import {
   historyPageView,
   parseChatAddress,
   parseMessageTarget,
+  workspaceAttachment,
   type ChatSendOverride,
   type SessionVisibility,
 } from "@nahida/contracts";
@@ -121,7 +122,7 @@ export function sessionTools(o: SessionToolsOptions) {
           target: address,
           message: {
             text: args.text,
-            attachments: args.attachments.map((a) => ({ type: a.type, path: a.path, ...(a.filename ? { filename: a.filename } : {}), ...(a.caption ? { caption: a.caption } : {}) })),
+            attachments: args.attachments.map(workspaceAttachment),
             extra: {},
             ...(args.reply_to ? { replyTo: args.reply_to } : {}),
           },
