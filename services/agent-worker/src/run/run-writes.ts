@@ -256,8 +256,9 @@ export class RunWrites {
       await this.o.cron.recordTurnOutcome(cronRunId, { outcome: outcome.status, sessionId: outcome.sessionId, deliveryIds: outcome.deliveryIds ?? [], error: outcome.error ?? null }, tx);
     }
     const wake: string[] = [];
-    // In session order, so that two commits enqueueing into the same lanes lock them alike.
-    for (const event of [...this.sessionEvents].sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))) {
+    // A deadlock with a commit enqueueing the other way is handed back uncounted by the lane
+    // runtime (`isConflictAbort`); ordering here could not prevent it, as the own lane is locked first.
+    for (const event of this.sessionEvents) {
       const written = await this.o.sessionEvents.write(event, tx);
       // Checked when the tool called; a session deleted since takes its event with it.
       if (written.ok && written.value.wake) wake.push(written.value.wake);
