@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { recoveryTimings } from "@nahida/contracts";
+import { Prisma } from "@nahida/db";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import {
   TEST_REDIS_URL,
@@ -183,6 +184,65 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     ).rejects.toBeInstanceOf(LeaseLostError);
     expect(await t.db.prisma.lane.count({ where: { key: "must-not-exist" } })).toBe(0);
     await store.release(takeover!);
+  });
+
+  it("a one-statement commit writes its parts and ends the run; a rejected item fails with its reason", async () => {
+    const lane = "test:private:parts";
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let markStarted!: () => void;
+    const started = new Promise<void>((r) => (markStarted = r));
+    handler = async (run) => {
+      // The first run holds the lane until q1 and q2 are in, so the next run takes both.
+      if (run.items.some((i) => i.refId === "q0")) {
+        markStarted();
+        await gate;
+      }
+      const second = run.items.find((i) => i.refId === "q2");
+      if (second) run.reject(second.id, "not for this lane");
+      await run.commitParts([(fence) => Prisma.sql`INSERT INTO lanes (key) SELECT ${`written-by-${run.runId}`} WHERE ${fence}`]);
+    };
+    await producer.append(lane, "event", "q0");
+    await started;
+    await producer.append(lane, "event", "q1");
+    await producer.append(lane, "event", "q2");
+    release();
+    await waitFor(async () => (await t.db.prisma.laneItem.count({ where: { laneKey: lane, status: { in: ["done", "failed"] } } })) === 3, 10_000, "all three items to end");
+    const items = await t.db.prisma.laneItem.findMany({ where: { laneKey: lane }, orderBy: { seq: "asc" } });
+    expect(items.map((i) => [i.refId, i.status, i.error])).toEqual([
+      ["q0", "done", null],
+      ["q1", "done", null],
+      ["q2", "failed", "not for this lane"],
+    ]);
+    expect(items[1]!.runId).toBe(items[2]!.runId);
+    for (const runId of [items[0]!.runId!, items[2]!.runId!]) {
+      expect((await t.db.prisma.laneRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("succeeded");
+      expect(await t.db.prisma.lane.count({ where: { key: `written-by-${runId}` } })).toBe(1);
+    }
+  });
+
+  it("a one-statement commit that waited for the lane row and finds it taken over writes nothing", async () => {
+    const store = new LaneStore(t.db);
+    const lane = "test:private:fence-parts";
+    await store.append(lane, "event", "y1");
+    const claimed = await store.claimAndStart(lane, "old-worker", 10_000, { workerId: "old-worker", maxBatchSize: 10, maxAttempts: 3 });
+    const { lease, run } = claimed!;
+    // A takeover holds the lane row while the commit starts, and changes the token.
+    const takeover = t.db.pool.connect();
+    const client = await takeover;
+    await client.query("BEGIN");
+    await client.query("SELECT 1 FROM lanes WHERE key = $1 FOR UPDATE", [lane]);
+    const commit = store.commitStatement(lease, run!.runId, new Map(), [
+      (fence) => Prisma.sql`INSERT INTO lanes (key) SELECT 'must-not-exist-parts' WHERE ${fence}`,
+    ]);
+    await waitFor(async () => (await t.db.pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%must-not-exist-parts%'")).rowCount === 1, 5_000, "the commit to wait for the lane row");
+    await client.query("UPDATE lanes SET lease_token = gen_random_uuid() WHERE key = $1", [lane]);
+    await client.query("COMMIT");
+    client.release();
+    await expect(commit).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await t.db.prisma.lane.count({ where: { key: "must-not-exist-parts" } })).toBe(0);
+    expect((await t.db.prisma.laneRun.findUniqueOrThrow({ where: { id: run!.runId } })).status).toBe("running");
+    expect((await t.db.prisma.laneItem.findFirstOrThrow({ where: { laneKey: lane } })).status).toBe("running");
   });
 
   it("close() hands back a run that outlives the shutdown grace, without counting the attempt", async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Database, Tx } from "@nahida/db";
+import { Prisma, type Database, type FencedPart, type Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
 import { currentTraceparent } from "@nahida/observability";
 
@@ -257,6 +257,39 @@ export class LaneStore {
       if (held.length === 0) throw new LeaseLostError(lease.laneKey);
       return fn(tx);
     });
+  }
+
+  /**
+   * `fenced` plus `completeRun` as one statement, for a run whose writes are all
+   * {@link FencedPart}s: the lane row is locked and the lease checked in the CTE `held`,
+   * every part and the run's bookkeeping write only while `held` has the row, and nothing
+   * is written when the lease was lost (LeaseLostError). A takeover must update the lane
+   * row, so it waits for this statement or this statement finds the token changed, as with
+   * `fenced`. Every part takes the lock through its fence before it writes (the fence is a
+   * one-time condition evaluated first), so the lane row is still locked first.
+   */
+  async commitStatement(lease: Lease, runId: string, rejected: ReadonlyMap<string, string>, parts: readonly FencedPart[]): Promise<void> {
+    const fence = Prisma.raw("EXISTS (SELECT 1 FROM held)");
+    const items =
+      rejected.size === 0
+        ? Prisma.sql`UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running' AND ${fence}`
+        : Prisma.sql`
+            UPDATE lane_items
+               SET status = CASE WHEN id = ANY(${[...rejected.keys()]}::uuid[]) THEN 'failed' ELSE 'done' END,
+                   error = coalesce((${[...rejected.values()]}::text[])[array_position(${[...rejected.keys()]}::uuid[], id)], error),
+                   done_at = now()
+             WHERE run_id = ${runId}::uuid AND status = 'running' AND ${fence}`;
+    const ctes = [
+      Prisma.sql`held AS (SELECT key FROM lanes WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid FOR UPDATE)`,
+      Prisma.sql`items AS (${items})`,
+      Prisma.sql`run AS (UPDATE lane_runs SET status = 'succeeded', finished_at = now() WHERE id = ${runId}::uuid AND ${fence})`,
+      ...parts.map((part, index) => Prisma.sql`${Prisma.raw(`part_${index}`)} AS (${part(fence)})`),
+    ];
+    const statement = Prisma.sql`
+      WITH ${Prisma.join(ctes, ",\n")}
+      SELECT ${fence} AS held`;
+    const { rows } = await this.pool.query<{ held: boolean }>(statement.text, statement.values);
+    if (!rows[0]?.held) throw new LeaseLostError(lease.laneKey);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { err, ok, parseChatAddress, type Clock, type DeliveryPolicy, type ErrorCode, type OutboundMessage, type Result } from "@nahida/contracts";
-import type { Delivery, DeliveryRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { Delivery, DeliveryRepository, FencedPart, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { TypedQueue } from "@nahida/queue";
 import { resolveWorkspacePath } from "@nahida/workspace";
 
@@ -139,17 +139,7 @@ export class Outbox {
    * idempotency key was used with another request.
    */
   async write(request: OutboxRequest, tx?: Tx): Promise<Result<OutboxSent, OutboxError>> {
-    const input = {
-      id: request.deliveryId ?? randomUUID(),
-      target: request.target,
-      message: request.message,
-      source: request.source,
-      ...(request.sessionId ? { sessionId: request.sessionId } : {}),
-      ...(request.inboundMessageId ? { inboundMessageId: request.inboundMessageId } : {}),
-      ...(request.runId ? { runId: request.runId } : {}),
-      expiresAt: request.expiresAt ?? new Date(this.o.clock.now().getTime() + this.o.deliveryTtlMs),
-      ...(request.policy ? { policy: request.policy } : {}),
-    };
+    const input = this.row(request);
     // The lane lock first, as a run's fenced commit takes it first: the other order could
     // deadlock with a commit that holds the lane and inserts the same key.
     const eventTx = request.recordEvent && request.sessionId ? tx : undefined;
@@ -180,6 +170,30 @@ export class Outbox {
       );
     }
     return ok(sent);
+  }
+
+  /**
+   * `write` for checked requests as a part of a run's one-statement commit, when none needs
+   * more than its row (no idempotency key, no session event); null otherwise, and the caller
+   * writes them one by one in a transaction. Every request must carry its `deliveryId`.
+   */
+  writePart(requests: readonly OutboxRequest[]): FencedPart | null {
+    if (requests.some((r) => r.idempotencyKey !== undefined || r.recordEvent || r.deliveryId === undefined)) return null;
+    return this.o.deliveries.createPart(requests.map((r) => this.row(r)));
+  }
+
+  private row(request: OutboxRequest) {
+    return {
+      id: request.deliveryId ?? randomUUID(),
+      target: request.target,
+      message: request.message,
+      source: request.source,
+      ...(request.sessionId ? { sessionId: request.sessionId } : {}),
+      ...(request.inboundMessageId ? { inboundMessageId: request.inboundMessageId } : {}),
+      ...(request.runId ? { runId: request.runId } : {}),
+      expiresAt: request.expiresAt ?? new Date(this.o.clock.now().getTime() + this.o.deliveryTtlMs),
+      ...(request.policy ? { policy: request.policy } : {}),
+    };
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { Telemetry, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
-import type { Database, Repositories } from "@nahida/db";
+import { RunRepository, type Database, type Repositories } from "@nahida/db";
 import { LaneProducer, LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
 import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
@@ -120,6 +120,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       redis: o.redis,
       prefix: o.prefix,
       inbound,
+      runs: new RunRepository(o.db.pool),
       sessions,
       turns,
       cron,

@@ -1,5 +1,6 @@
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
+import { jsonbParam, type FencedPart } from "../fenced-part";
 import { Prisma, type Delivery } from "../generated/prisma/client";
 
 export interface NewDelivery {
@@ -37,6 +38,33 @@ export class DeliveryRepository {
 
   async create(input: NewDelivery, tx?: Tx): Promise<Delivery> {
     return (tx ?? this.prisma).delivery.create({ data: this.row(input) });
+  }
+
+  /**
+   * `create` for several rows as a part of a run's one-statement commit, in the order given
+   * (a chat's deliveries go out in `seq` order). Rows with an idempotency key are not taken
+   * here: they need `createOnce`.
+   */
+  createPart(inputs: readonly (NewDelivery & { id: string; expiresAt: Date })[]): FencedPart {
+    if (inputs.some((i) => i.idempotencyKey !== undefined)) throw new Error("a delivery with an idempotency key needs createOnce");
+    const rows = inputs.map((i) => ({
+      id: i.id,
+      target: i.target,
+      message: i.message,
+      source: i.source,
+      session_id: i.sessionId ?? null,
+      inbound_message_id: i.inboundMessageId ?? null,
+      run_id: i.runId ?? null,
+      expires_at: i.expiresAt.toISOString(),
+      policy: i.policy ?? "at_least_once",
+    }));
+    return (fence) => Prisma.sql`
+      INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, policy)
+      SELECT (d.elem->>'id')::uuid, d.elem->>'target', d.elem->'message', d.elem->>'source', (d.elem->>'session_id')::uuid,
+             (d.elem->>'inbound_message_id')::uuid, (d.elem->>'run_id')::uuid, (d.elem->>'expires_at')::timestamptz, d.elem->>'policy'
+        FROM jsonb_array_elements(${jsonbParam(rows)}::jsonb) WITH ORDINALITY AS d(elem, ord)
+       WHERE ${fence}
+       ORDER BY d.ord`;
   }
 
   /**

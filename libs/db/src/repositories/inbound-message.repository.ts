@@ -134,15 +134,24 @@ export class InboundMessageRepository {
     const byId = new Map(rows.map((row) => [row.id, row]));
     return ids.flatMap((id) => {
       const row = byId.get(id);
-      if (!row) return [];
-      const body = row.message as unknown as StoredBody;
-      // Rows an ingress of the previous version wrote carry the command beside the message.
-      const legacyCommand = body.message?.command === undefined ? body.extra?.command : undefined;
-      return [
-        { id: row.id, channel: row.channel, chatAddress: row.chatAddress, message: legacyCommand ? { ...body.message, command: legacyCommand } : body.message, context: body.context, receivedAt: row.receivedAt },
-      ];
+      return row ? [inboundRecordOf(row)] : [];
     });
   }
+}
+
+/** A stored row as the record runs read. */
+export function inboundRecordOf(row: { id: string; channel: string; chatAddress: string; message: unknown; receivedAt: Date }): InboundRecord {
+  const body = row.message as StoredBody;
+  // Rows an ingress of the previous version wrote carry the command beside the message.
+  const legacyCommand = body.message?.command === undefined ? body.extra?.command : undefined;
+  return {
+    id: row.id,
+    channel: row.channel,
+    chatAddress: row.chatAddress,
+    message: legacyCommand ? { ...body.message, command: legacyCommand } : body.message,
+    context: body.context,
+    receivedAt: row.receivedAt,
+  };
 }
 
 /** Shape of `inbound_messages.message`. */

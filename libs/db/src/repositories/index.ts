@@ -6,3 +6,4 @@ export * from "./api-token.repository";
 export * from "./repositories";
 export * from "./cron.repository";
 export * from "./session-event.repository";
+export * from "./run.repository";

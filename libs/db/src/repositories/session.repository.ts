@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import type { TriggerMode } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
-import type { Chat, Session } from "../generated/prisma/client";
+import { Prisma, type Chat, type Session } from "../generated/prisma/client";
 
 const CHAT_LANE_PREFIX = "chat:";
 
@@ -11,6 +12,12 @@ export const laneKeyForChat = (chatAddress: string): string => `${CHAT_LANE_PREF
 export const chatOfLane = (laneKey: string): string | null =>
   laneKey.startsWith(CHAT_LANE_PREFIX) ? laneKey.slice(CHAT_LANE_PREFIX.length) : null;
 
+/** A chat `c` and a session `s` as one row (ChatWithSession). */
+const CHAT_WITH_SESSION_COLUMNS = Prisma.raw(
+  `c.address, c.channel, c.current_session_id, c.display_name, c.trigger_mode, c.send_policy, c.created_at, c.updated_at,
+   s.id AS s_id, s.lane_key AS s_lane_key, s.chat_address AS s_chat_address, s.channel AS s_channel, s.parent_id AS s_parent_id,
+   s.title AS s_title, s.status AS s_status, s.settings AS s_settings, s.created_at AS s_created_at, s.last_activity_at AS s_last_activity_at`,
+);
 
 /** Chats and their sessions. */
 export class SessionRepository {
@@ -37,42 +44,34 @@ export class SessionRepository {
   async resolve(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
     // One statement (Prisma's `include` would be two): this runs for every message.
     const [found] = await this.prisma.$queryRaw<ChatWithSession[]>`
-      SELECT c.address, c.channel, c.current_session_id, c.display_name, c.trigger_mode, c.send_policy, c.created_at, c.updated_at,
-             s.id AS s_id, s.lane_key AS s_lane_key, s.chat_address AS s_chat_address, s.channel AS s_channel, s.parent_id AS s_parent_id,
-             s.title AS s_title, s.status AS s_status, s.settings AS s_settings, s.created_at AS s_created_at, s.last_activity_at AS s_last_activity_at
+      SELECT ${CHAT_WITH_SESSION_COLUMNS}
         FROM chats c JOIN sessions s ON s.id = c.current_session_id
        WHERE c.address = ${address}`;
-    if (found) {
-      return {
-        chat: {
-          address: found.address,
-          channel: found.channel,
-          currentSessionId: found.current_session_id,
-          displayName: found.display_name,
-          triggerMode: found.trigger_mode,
-          sendPolicy: found.send_policy,
-          createdAt: found.created_at,
-          updatedAt: found.updated_at,
-        },
-        session: {
-          id: found.s_id,
-          laneKey: found.s_lane_key,
-          chatAddress: found.s_chat_address,
-          channel: found.s_channel,
-          parentId: found.s_parent_id,
-          title: found.s_title,
-          status: found.s_status,
-          settings: found.s_settings,
-          createdAt: found.s_created_at,
-          lastActivityAt: found.s_last_activity_at,
-        },
-      };
-    }
-    return this.prisma.$transaction(async (tx) => {
-      const session = await this.rotate(address, channel, tx);
-      const chat = await tx.chat.findUniqueOrThrow({ where: { address } });
-      return { chat, session };
-    });
+    if (found) return chatWithSessionOf(found);
+    return this.startChatSession(address, channel);
+  }
+
+  /**
+   * First contact: the chat's first session, made current, the chat created if no message
+   * stored it yet. One statement; the foreign key from the chat to the session is checked
+   * at its end, when both rows are in. Callers run inside the chat's lane and found no
+   * current session.
+   */
+  async startChatSession(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
+    const id = randomUUID();
+    const [row] = await this.prisma.$queryRaw<ChatWithSession[]>`
+      WITH s AS (
+        INSERT INTO sessions (id, lane_key, chat_address, channel)
+        VALUES (${id}::uuid, ${laneKeyForChat(address)}, ${address}, ${channel})
+        RETURNING *
+      ), c AS (
+        INSERT INTO chats (address, channel, current_session_id) VALUES (${address}, ${channel}, ${id}::uuid)
+        ON CONFLICT (address) DO UPDATE SET current_session_id = EXCLUDED.current_session_id, updated_at = now()
+        RETURNING *
+      )
+      SELECT ${CHAT_WITH_SESSION_COLUMNS} FROM c JOIN s ON true`;
+    if (!row) throw new Error(`chat ${address}: the first session was not created`);
+    return chatWithSessionOf(row);
   }
 
   /**
@@ -179,4 +178,31 @@ interface ChatWithSession {
   s_settings: Session["settings"];
   s_created_at: Date;
   s_last_activity_at: Date;
+}
+
+function chatWithSessionOf(found: ChatWithSession): { chat: Chat; session: Session } {
+  return {
+    chat: {
+      address: found.address,
+      channel: found.channel,
+      currentSessionId: found.current_session_id,
+      displayName: found.display_name,
+      triggerMode: found.trigger_mode,
+      sendPolicy: found.send_policy,
+      createdAt: found.created_at,
+      updatedAt: found.updated_at,
+    },
+    session: {
+      id: found.s_id,
+      laneKey: found.s_lane_key,
+      chatAddress: found.s_chat_address,
+      channel: found.s_channel,
+      parentId: found.s_parent_id,
+      title: found.s_title,
+      status: found.s_status,
+      settings: found.s_settings,
+      createdAt: found.s_created_at,
+      lastActivityAt: found.s_last_activity_at,
+    },
+  };
 }

@@ -1,6 +1,6 @@
-import { wellFormed } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
-import type { Turn } from "../generated/prisma/client";
+import { jsonbParam, type FencedPart } from "../fenced-part";
+import { Prisma, type Turn } from "../generated/prisma/client";
 
 export type TurnRole = "user" | "assistant" | "tool" | "system" | "event";
 
@@ -21,27 +21,20 @@ export class TurnRepository {
   /** With `touchSession`, the session's `last_activity_at` is set in the same statement. */
   async append(sessionId: string, turns: NewTurn[], tx: Tx, options: { touchSession?: Date } = {}): Promise<void> {
     if (turns.length === 0) return;
-    const rows = turns.map((turn) => ({
-      role: turn.role,
-      content: turn.content,
-      metadata: turn.metadata ?? {},
-      source: turn.source ?? (turn.role === "user" ? "user" : "agent"),
-      inbound_message_id: turn.inboundMessageId ?? null,
-      run_id: turn.runId ?? null,
-    }));
-    // One statement for the whole batch; rows are fed in the order given, so `seq` (taken
-    // from its sequence row by row) keeps that order.
     await tx.$executeRaw`
-      WITH added AS (
-        INSERT INTO turns (id, session_id, role, content, metadata, source, inbound_message_id, run_id)
-        SELECT gen_random_uuid(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
-               (t.elem->>'inbound_message_id')::uuid, (t.elem->>'run_id')::uuid
-          FROM jsonb_array_elements(${JSON.stringify(rows, (_key, value: unknown) => (typeof value === "string" ? wellFormed(value) : value))}::jsonb) WITH ORDINALITY AS t(elem, ord)
-         ORDER BY t.ord
-        RETURNING 1
-      )
+      WITH added AS (${insertTurns(sessionId, turns, Prisma.sql`true`)} RETURNING 1)
       UPDATE sessions SET last_activity_at = ${options.touchSession ?? null}::timestamptz
        WHERE id = ${sessionId}::uuid AND ${options.touchSession ?? null}::timestamptz IS NOT NULL AND EXISTS (SELECT 1 FROM added)`;
+  }
+
+  /**
+   * `append` with `touchSession` as parts of a run's one-statement commit: the turns (none
+   * is fine) and the session's last activity.
+   */
+  appendParts(sessionId: string, turns: NewTurn[], touchSession: Date): FencedPart[] {
+    const touch: FencedPart = (fence) =>
+      Prisma.sql`UPDATE sessions SET last_activity_at = ${touchSession}::timestamptz WHERE id = ${sessionId}::uuid AND ${fence}`;
+    return turns.length === 0 ? [touch] : [(fence) => insertTurns(sessionId, turns, fence), touch];
   }
 
   /** The last `limit` turns of a session, oldest first. */
@@ -74,4 +67,27 @@ export class TurnRepository {
     const { count } = await tx.turn.deleteMany({ where: { sessionId } });
     return count;
   }
+}
+
+/**
+ * The INSERT of a batch of turns, rows only where `condition` holds. One statement for the
+ * whole batch; rows are fed in the order given, so `seq` (taken from its sequence row by
+ * row) keeps that order.
+ */
+function insertTurns(sessionId: string, turns: NewTurn[], condition: Prisma.Sql): Prisma.Sql {
+  const rows = turns.map((turn) => ({
+    role: turn.role,
+    content: turn.content,
+    metadata: turn.metadata ?? {},
+    source: turn.source ?? (turn.role === "user" ? "user" : "agent"),
+    inbound_message_id: turn.inboundMessageId ?? null,
+    run_id: turn.runId ?? null,
+  }));
+  return Prisma.sql`
+    INSERT INTO turns (id, session_id, role, content, metadata, source, inbound_message_id, run_id)
+    SELECT gen_random_uuid(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
+           (t.elem->>'inbound_message_id')::uuid, (t.elem->>'run_id')::uuid
+      FROM jsonb_array_elements(${jsonbParam(rows)}::jsonb) WITH ORDINALITY AS t(elem, ord)
+     WHERE ${condition}
+     ORDER BY t.ord`;
 }

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { err, ok, type Clock, type CronCreateRequest, type CronUpdateRequest, type TriggerMode } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
-import type { CronRepository, NewSessionEvent, NewTurn, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { CronRepository, FencedPart, NewSessionEvent, NewTurn, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { Outbox, OutboxRequest, SessionEvents } from "@nahida/outbox";
 import type { ToolOutbox } from "../agent/tool-registry";
 
@@ -225,6 +225,31 @@ export class RunWrites {
         for (const apply of held.splice(0)) apply();
       },
     };
+  }
+
+  /**
+   * The commit as parts of one statement ({@link LaneRunContext.commitParts}), for the run
+   * that wrote only turns and plain replies: a message and its answer, the common run.
+   * Null when it wrote anything else; {@link commit} writes that in a transaction.
+   */
+  parts(): { parts: FencedPart[]; deliveryIds: string[] } | null {
+    const onlyTurnsAndReplies =
+      this.newSessions.length === 0 &&
+      this.cleared.size === 0 &&
+      this.triggerModes.size === 0 &&
+      this.sendOverrides.size === 0 &&
+      this.events.length === 0 &&
+      this.cronWrites.length === 0 &&
+      this.cronRuns.size === 0 &&
+      this.sessionEvents.length === 0 &&
+      this.eventOutcomes.size === 0;
+    if (!onlyTurnsAndReplies) return null;
+    const deliveries = this.deliveries.length > 0 ? this.o.outbox.writePart(this.deliveries) : undefined;
+    if (deliveries === null) return null;
+    const now = this.o.clock.now();
+    const parts = [...this.turnsBySession].flatMap(([sessionId, turns]) => this.o.turns.appendParts(sessionId, turns, now));
+    if (deliveries) parts.push(deliveries);
+    return { parts, deliveryIds: this.deliveries.map((d) => d.deliveryId!) };
   }
 
   /** Writes everything in `tx` (the run's fenced transaction); returns the deliveries to dispatch and the lanes to wake after it commits. */

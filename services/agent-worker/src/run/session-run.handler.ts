@@ -1,16 +1,19 @@
 import type { Redis } from "ioredis";
 import { decodeLaneItem, parseChatAddress, type Clock, type CronPayload, type OutboundMessage } from "@nahida/contracts";
-import type {
-  CronJob,
-  CronRepository,
-  CronRun,
-  InboundMessageRepository,
-  InboundRecord,
-  NewTurn,
-  SessionEvent,
-  SessionEventRepository,
-  SessionRepository,
-  TurnRepository,
+import {
+  chatOfLane,
+  type CronJob,
+  type CronRepository,
+  type CronRun,
+  type InboundMessageRepository,
+  type InboundRecord,
+  type NewTurn,
+  type RunRepository,
+  type SessionEvent,
+  type SessionEventRepository,
+  type SessionRepository,
+  type Turn,
+  type TurnRepository,
 } from "@nahida/db";
 import { RunStoppedError, type LaneHandler, type LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
@@ -32,6 +35,8 @@ export interface SessionRunHandlerOptions {
   redis: Redis;
   prefix: string;
   inbound: InboundMessageRepository;
+  /** The one-statement read of a chat lane's run. */
+  runs: RunRepository;
   sessions: SessionRepository;
   turns: TurnRepository;
   /** Reads the cron runs of `scheduled_turn` items, and records their outcome in the run's commit. */
@@ -115,8 +120,8 @@ function segment(items: Work[], prefix: string): Segment[] {
 export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandler {
   const { sessions, turns } = o;
 
-  /** Reads the batch's rows, in lane order; items that cannot be handled are rejected with their reason. */
-  async function itemsOf(run: LaneRunContext): Promise<Work[]> {
+  /** The batch's items by kind; items that cannot be decoded are rejected with their reason. */
+  function decode(run: LaneRunContext) {
     const inboundItems: { itemId: string; inboundMessageId: string }[] = [];
     const scheduledItems: { itemId: string; cronRunId: string }[] = [];
     const eventItems: { itemId: string; eventId: string }[] = [];
@@ -147,8 +152,16 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
         }
       }
     }
-    const [records, cronRuns, events] = await Promise.all([
-      inboundItems.length ? o.inbound.getMany(inboundItems.map((i) => i.inboundMessageId)) : [],
+    return { inboundItems, scheduledItems, eventItems };
+  }
+
+  /**
+   * Reads the batch's rows, in lane order; items that cannot be handled are rejected with
+   * their reason. `records` are the inbound rows when the caller read them already.
+   */
+  async function itemsOf(run: LaneRunContext, { inboundItems, scheduledItems, eventItems }: ReturnType<typeof decode>, records?: InboundRecord[]): Promise<Work[]> {
+    const [inbound, cronRuns, events] = await Promise.all([
+      records ?? (inboundItems.length ? o.inbound.getMany(inboundItems.map((i) => i.inboundMessageId)) : []),
       Promise.all(scheduledItems.map((i) => o.cron.getRun(i.cronRunId))),
       o.events.getMany(eventItems.map((i) => i.eventId)),
     ]);
@@ -160,7 +173,7 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       if (event) work.set(i.itemId, { kind: "event", event });
       else run.reject(i.itemId, `agent event ${i.eventId} does not exist (its session was deleted)`);
     }
-    const byId = new Map(records.map((r) => [r.id, r]));
+    const byId = new Map(inbound.map((r) => [r.id, r]));
     for (const i of inboundItems) {
       const record = byId.get(i.inboundMessageId);
       if (record) work.set(i.itemId, { kind: "inbound", record });
@@ -181,9 +194,21 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
   }
 
   return async function handleRun(run: LaneRunContext): Promise<void> {
-    const fetched = await itemsOf(run);
+    const decoded = decode(run);
+    const laneChat = chatOfLane(run.laneKey);
+    // A chat's lane reads its chat, current session, messages and history in one statement.
+    const read = laneChat === null ? null : await o.runs.readChatRun(laneChat, decoded.inboundItems.map((i) => i.inboundMessageId), o.historyTurns);
+    const fetched = await itemsOf(run, decoded, read?.inbound);
     if (fetched.length === 0) return;
-    const lane = await sessions.resolveLane(run.laneKey);
+    const lane =
+      read === null
+        ? await sessions.resolveLane(run.laneKey)
+        : read.chat && read.session
+          ? { chat: read.chat, session: read.session }
+          : await sessions.startChatSession(laneChat!, laneChat!.split(":", 1)[0]!);
+    // The history read with the chat (a first session has none), used by the first agent
+    // call of that session; later calls read again, as events may have landed since.
+    let readHistory: { sessionId: string; turns: Turn[] } | null = read && lane ? { sessionId: lane.session.id, turns: read.session ? read.history : [] } : null;
     if (!lane) {
       for (const item of run.items) run.reject(item.id, `lane ${run.laneKey} has no session`);
       return;
@@ -236,7 +261,15 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
      * the chat).
      */
     const hasStoredHistory = (sessionId: string) => !writes.isCleared(sessionId) && !writes.isNewSession(sessionId);
-    const history = async (sessionId: string) => (hasStoredHistory(sessionId) ? turns.recent(sessionId, o.historyTurns) : []);
+    const history = async (sessionId: string): Promise<Turn[]> => {
+      if (!hasStoredHistory(sessionId)) return [];
+      if (readHistory?.sessionId === sessionId) {
+        const { turns: read } = readHistory;
+        readHistory = null;
+        return read;
+      }
+      return turns.recent(sessionId, o.historyTurns);
+    };
 
     for (const part of segment(work, o.commands.prefix)) {
       if (part.kind === "scheduled") {
@@ -497,7 +530,11 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
       writes.finishEvent(event.id, { status: "done", reply: text, error: null });
     }
 
-    const { deliveryIds, wake } = await run.commit((tx) => writes.commit(tx));
+    // The common run (turns and replies) commits in one statement; anything else as a transaction.
+    const parts = writes.parts();
+    const { deliveryIds, wake } = parts
+      ? await run.commitParts(parts.parts).then(() => ({ deliveryIds: parts.deliveryIds, wake: [] }))
+      : await run.commit((tx) => writes.commit(tx));
     // After the commit: a crash here leaves queued rows that the delivery sweeper re-enqueues,
     // and lanes that the lane sweeper wakes.
     await Promise.all([o.outbox.dispatch(deliveryIds), o.sessionEvents.wake(wake)]);
