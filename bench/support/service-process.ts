@@ -26,7 +26,10 @@ export async function startServiceProcess(
   env: Record<string, string>,
   options: { readyText: string; timeoutMs: number },
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
+  // BENCH_NODE_ARGS (say "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the services; Node
+  // refuses --cpu-prof in NODE_OPTIONS.
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -27,7 +27,7 @@ describe("a part the platform accepted but the ledger never recorded (delivery s
   beforeAll(async () => {
     h = await startHarness("delivery_uncertain", { NAHIDA_SERVICES: "delivery", NAHIDA_LEASE_MS: String(LEASE_MS) });
     database = createDatabase({ url: h.databaseUrl, poolSize: 2 });
-    deliveries = new DeliveryRepository(database.prisma);
+    deliveries = new DeliveryRepository(database);
     redis = createRedis({ url: TEST_REDIS_URL });
     outbound = new TypedQueue("outbound", { connection: redis, prefix: h.prefix });
     admin = new pg.Client({ connectionString: h.databaseUrl });

@@ -32,7 +32,7 @@ describe("Milky delivery while the QQ account is logged out (delivery service, P
       DELIVERY_UNAVAILABLE_MAX_WAIT_MS: String(MAX_WAIT_MS),
     });
     database = createDatabase({ url: h.databaseUrl, poolSize: 2 });
-    deliveries = new DeliveryRepository(database.prisma);
+    deliveries = new DeliveryRepository(database);
     redis = createRedis({ url: TEST_REDIS_URL });
     outbound = new TypedQueue("outbound", { connection: redis, prefix: h.prefix });
   }, 60_000);

@@ -35,7 +35,7 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
   beforeAll(async () => {
     h = await startHarness("delivery_telegram", { NAHIDA_SERVICES: "delivery" });
     database = createDatabase({ url: h.databaseUrl, poolSize: 3 });
-    deliveries = new DeliveryRepository(database.prisma);
+    deliveries = new DeliveryRepository(database);
     redis = createRedis({ url: TEST_REDIS_URL });
     outbound = new TypedQueue("outbound", { connection: redis, prefix: h.prefix });
     outsideDir = await mkdtemp(join(tmpdir(), "nahida-outside-"));

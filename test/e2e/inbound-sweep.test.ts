@@ -26,7 +26,7 @@ describe("inbound sweep", () => {
       lanes: new TypedQueue("lanes", { connection: redis, prefix }),
       outbound: new TypedQueue("outbound", { connection: redis, prefix }),
     };
-    const repositories = createRepositories(t.db.prisma);
+    const repositories = createRepositories(t.db);
     worker = await startAgentWorker({
       db: t.db,
       repositories,

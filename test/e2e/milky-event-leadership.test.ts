@@ -37,7 +37,7 @@ describe("one Milky event connection per account across replicas", () => {
     redis.on("error", () => undefined);
     connections.push(redis);
     const ingress = await startMilkyIngress({
-      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db.prisma), lanes, redis: shared, prefix }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), lanes, redis: shared, prefix }),
       baseUrl: milky.baseUrl,
       accessToken: TOKEN,
       transport: "websocket",

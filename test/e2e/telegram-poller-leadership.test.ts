@@ -27,7 +27,7 @@ describe("one Telegram poller per bot token across replicas", () => {
       token: TEST_BOT_TOKEN,
       apiRoot: telegram.apiRoot,
       mode: "polling",
-      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db.prisma), lanes: lanesQueue, redis, prefix }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), lanes: lanesQueue, redis, prefix }),
       redis,
       prefix,
       logger,

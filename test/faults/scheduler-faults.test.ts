@@ -30,7 +30,7 @@ describe("scheduler replicas under SIGKILLs and a Redis wipe", () => {
   afterAll(async () => d?.close());
 
   it(`${JOBS} jobs every ${EVERY_MS / 1000} s for ${RUN_MS / 1000} s: every slot fired once, none lost, none sent twice`, async () => {
-    const repos = createRepositories(d.t.db.prisma);
+    const repos = createRepositories(d.t.db);
     const jobs = new CronJobs({
       cron: repos.cron,
       transaction: (fn) => d.t.db.prisma.$transaction(fn),

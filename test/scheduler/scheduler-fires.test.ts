@@ -63,7 +63,7 @@ describe("the scheduler, driven by a set clock", () => {
     redis = createRedis({ url: TEST_REDIS_URL });
     outbound = new TypedQueue("outbound", { connection: redis, prefix });
     lanesQueue = new TypedQueue("lanes", { connection: redis, prefix });
-    repos = createRepositories(t.db.prisma);
+    repos = createRepositories(t.db);
     jobs = new CronJobs({ cron: repos.cron, transaction: (fn) => t.db.prisma.$transaction(fn), clock, defaultTz: "UTC", minIntervalMs: 1_000, maxJobsPerTarget: 50, channels: ["telegram"] });
   });
   afterAll(async () => {

@@ -32,7 +32,7 @@ describe("two Telegram instances in one deployment", () => {
       apiRoot: telegram.apiRoot,
       mode: "webhook",
       ...(channel !== undefined && { channel }),
-      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db.prisma), lanes: lanesQueue, redis, prefix }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), lanes: lanesQueue, redis, prefix }),
       redis,
       prefix,
       logger,

@@ -1,4 +1,5 @@
 import { wellFormed } from "@nahida/contracts";
+import type pg from "pg";
 import type { Prisma } from "./generated/prisma/client";
 
 /**
@@ -13,4 +14,9 @@ export type FencedPart = (fence: Prisma.Sql) => Prisma.Sql;
 /** JSON for a `::jsonb` parameter: jsonb refuses a lone surrogate, so strings are made well formed. */
 export function jsonbParam(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === "string" ? wellFormed(v) : v));
+}
+
+/** Runs a Prisma-built statement on the pg pool: the hot statements skip Prisma's query machinery (docs/data-access.md). */
+export async function poolRows<T extends object>(pool: pg.Pool, statement: Prisma.Sql): Promise<T[]> {
+  return (await pool.query<T>(statement.text, statement.values)).rows;
 }

@@ -18,7 +18,7 @@ export interface IntakeHarness {
 
 export async function startIntakeHarness(label: string): Promise<IntakeHarness> {
   const t = await createTestDatabase(label);
-  const inbound = new InboundMessageRepository(t.db.prisma);
+  const inbound = new InboundMessageRepository(t.db);
   const wakes: string[] = [];
   const interrupts: string[] = [];
   return {

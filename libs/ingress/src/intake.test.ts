@@ -135,7 +135,7 @@ describe("createIntake", () => {
   it("throws when Postgres is unreachable, so the platform is not acknowledged", async () => {
     const down = createDatabase({ url: "postgresql://postgres@127.0.0.1:1/nahida_unreachable", poolSize: 1 });
     try {
-      const unreachable = createIntake({ inbound: new InboundMessageRepository(down.prisma), wake: async () => undefined, interrupt: async () => undefined });
+      const unreachable = createIntake({ inbound: new InboundMessageRepository(down), wake: async () => undefined, interrupt: async () => undefined });
       await expect(unreachable.accept(candidate("outage"))).rejects.toThrow();
     } finally {
       await down.close();

@@ -175,7 +175,10 @@ function postgresMessage(error: unknown): string {
   const cause = (error as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown; originalCode?: unknown } } } }).meta
     ?.driverAdapterError?.cause;
   if (typeof cause?.originalMessage === "string") return `${cause.originalMessage} (${String(cause.originalCode)})`;
-  return error instanceof Error ? error.message : String(error);
+  // pg's own error (the store goes through pg directly) carries the SQLSTATE as `code`.
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === "string" ? `${message} (${code})` : message;
 }
 
 /**

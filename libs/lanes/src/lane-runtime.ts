@@ -156,8 +156,11 @@ export class LaneProducer {
 }
 
 export type RunOutcome =
-  /** `lastSeq`: the newest item the run took (absent when nothing ran). */
-  | { kind: "ran"; lastSeq?: bigint }
+  /**
+   * `lastSeq`: the newest item the run took (absent when nothing ran); `released`: its
+   * one-statement commit gave the lane back (nothing was appended since the run began).
+   */
+  | { kind: "ran"; lastSeq?: bigint; released?: boolean }
   | { kind: "empty" }
   | { kind: "lease-lost" }
   | { kind: "handed-back" }
@@ -345,8 +348,9 @@ export class LaneRuntime {
           break;
         }
         // Caught up: nothing was appended since the run began, so give the lane back now
-        // (one statement instead of reading the empty lane, releasing and looking again).
-        if (result.lastSeq !== undefined && (await this.store.releaseIfCaughtUp(lease, result.lastSeq))) {
+        // (one statement instead of reading the empty lane, releasing and looking again;
+        // a one-statement commit did it already).
+        if (result.released || (result.lastSeq !== undefined && (await this.store.releaseIfCaughtUp(lease, result.lastSeq)))) {
           released = true;
           break;
         }
@@ -419,6 +423,7 @@ export class LaneRuntime {
     this.active.set(lease.laneKey, stop);
     const runSignal = AbortSignal.any([signal, stop.signal]);
     let committed = false;
+    let released = false;
     const rejected = new Map<string, string>();
     const context: LaneRunContext = {
       runId,
@@ -437,7 +442,9 @@ export class LaneRuntime {
       },
       commitParts: async (parts) => {
         if (committed) throw new Error(`run ${runId} committed twice`);
-        await this.store.commitStatement(lease, runId, rejected, parts);
+        // The lane is given back in the same statement when the run caught up: from here on
+        // the handler may only do what needs no lease (enqueue what it committed).
+        ({ released } = await this.store.commitStatement(lease, runId, rejected, parts, lastSeq));
         committed = true;
       },
       reject: (itemId, reason) => {
@@ -450,16 +457,16 @@ export class LaneRuntime {
     try {
       await this.options.handler(context);
       if (!committed) await context.commitParts([]);
-      return { kind: "ran", lastSeq };
+      return { kind: "ran", lastSeq, released };
     } catch (error) {
-      if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
-        this.options.logger.warn({ laneKey: lease.laneKey, runId }, "lease lost; run discarded");
-        return { kind: "lease-lost" };
-      }
       if (committed) {
         // The results are in; what failed came after (enqueueing is swept up elsewhere).
         this.options.logger.warn({ laneKey: lease.laneKey, runId, err: (error as Error).message }, "run failed after its commit");
-        return { kind: "ran", lastSeq };
+        return { kind: "ran", lastSeq, released };
+      }
+      if (error instanceof LeaseLostError || signal.reason instanceof LeaseLostError) {
+        this.options.logger.warn({ laneKey: lease.laneKey, runId }, "lease lost; run discarded");
+        return { kind: "lease-lost" };
       }
       if (runSignal.reason instanceof ShutdownError) {
         await this.store.handBack(lease, runId);
@@ -485,7 +492,9 @@ export class LaneRuntime {
       await this.store.failRun(lease, runId, message, this.o.maxAttempts, retryInMs);
       return { kind: "failed", retryInMs };
     } finally {
-      this.active.delete(lease.laneKey);
+      // Only its own entry: once a commit released the lane, a run of the same lane may
+      // have started in this process and registered its stop switch.
+      if (this.active.get(lease.laneKey) === stop) this.active.delete(lease.laneKey);
     }
   }
 }

@@ -266,9 +266,17 @@ export class LaneStore {
    * is written when the lease was lost (LeaseLostError). A takeover must update the lane
    * row, so it waits for this statement or this statement finds the token changed, as with
    * `fenced`. Every part takes the lock through its fence before it writes (the fence is a
-   * one-time condition evaluated first), so the lane row is still locked first.
+   * one-time condition evaluated first), so the lane row is still locked first. With
+   * `releaseAtSeq` (the run's newest item) the lease is given back in the same statement
+   * when nothing was appended since (as `releaseIfCaughtUp`).
    */
-  async commitStatement(lease: Lease, runId: string, rejected: ReadonlyMap<string, string>, parts: readonly FencedPart[]): Promise<void> {
+  async commitStatement(
+    lease: Lease,
+    runId: string,
+    rejected: ReadonlyMap<string, string>,
+    parts: readonly FencedPart[],
+    releaseAtSeq?: bigint,
+  ): Promise<{ released: boolean }> {
     const fence = Prisma.raw("EXISTS (SELECT 1 FROM held)");
     const items =
       rejected.size === 0
@@ -284,12 +292,20 @@ export class LaneStore {
       Prisma.sql`items AS (${items})`,
       Prisma.sql`run AS (UPDATE lane_runs SET status = 'succeeded', finished_at = now() WHERE id = ${runId}::uuid AND ${fence})`,
       ...parts.map((part, index) => Prisma.sql`${Prisma.raw(`part_${index}`)} AS (${part(fence)})`),
+      // `releaseIfCaughtUp` in the same statement. The row is ours (locked in `held`), and
+      // an append that committed while this statement waited for the lock is seen: the
+      // UPDATE checks its condition against the newest row version.
+      Prisma.sql`released AS (
+        UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+         WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid AND last_seq = ${releaseAtSeq?.toString() ?? null}::bigint AND ${fence}
+        RETURNING 1)`,
     ];
     const statement = Prisma.sql`
       WITH ${Prisma.join(ctes, ",\n")}
-      SELECT ${fence} AS held`;
-    const { rows } = await this.pool.query<{ held: boolean }>(statement.text, statement.values);
+      SELECT ${fence} AS held, EXISTS (SELECT 1 FROM released) AS released`;
+    const { rows } = await this.pool.query<{ held: boolean; released: boolean }>(statement.text, statement.values);
     if (!rows[0]?.held) throw new LeaseLostError(lease.laneKey);
+    return { released: rows[0].released };
   }
 
   /**

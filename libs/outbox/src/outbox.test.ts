@@ -22,7 +22,7 @@ describe("Outbox (real Postgres and Redis)", () => {
     redis = createRedis({ url: TEST_REDIS_URL });
     prefix = testQueuePrefix("outbox");
     queue = new TypedQueue("outbound", { connection: redis, prefix });
-    repos = createRepositories(t.db.prisma);
+    repos = createRepositories(t.db);
     outbox = new Outbox({ ...repos, transaction: (fn) => t.db.prisma.$transaction(fn), queue, channels: ["telegram"], deliveryTtlMs: 60_000, clock: systemClock });
     sessionId = (await repos.sessions.resolve("telegram:private:1", "telegram")).session.id;
   });

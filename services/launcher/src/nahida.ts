@@ -76,7 +76,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   }
 
   const clock = systemClock;
-  const repositories = createRepositories(db.prisma);
+  const repositories = createRepositories(db);
   const outbox = new Outbox({
     ...repositories,
     transaction: (fn) => db.prisma.$transaction(fn),

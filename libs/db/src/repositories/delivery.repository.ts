@@ -1,6 +1,8 @@
+import { randomUUID } from "node:crypto";
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
-import type { PrismaClient, Tx } from "../database";
-import { jsonbParam, type FencedPart } from "../fenced-part";
+import type pg from "pg";
+import type { Database, PrismaClient, Tx } from "../database";
+import { jsonbParam, poolRows, type FencedPart } from "../fenced-part";
 import { Prisma, type Delivery } from "../generated/prisma/client";
 
 export interface NewDelivery {
@@ -34,10 +36,28 @@ const DELIVERY_COLUMNS = Prisma.raw(
  * outbox pattern); the `delivery.send` job only names the row.
  */
 export class DeliveryRepository {
-  constructor(private readonly prisma: PrismaClient) {}
+  private readonly prisma: PrismaClient;
+  private readonly pool: pg.Pool;
+
+  constructor(db: Pick<Database, "prisma" | "pool">) {
+    this.prisma = db.prisma;
+    this.pool = db.pool;
+  }
 
   async create(input: NewDelivery, tx?: Tx): Promise<Delivery> {
-    return (tx ?? this.prisma).delivery.create({ data: this.row(input) });
+    if (tx) return tx.delivery.create({ data: this.row(input) });
+    // On its own (`POST /api/send`): one INSERT through pg, without Prisma's machinery.
+    const [row] = await poolRows<PoolDelivery>(
+      this.pool,
+      Prisma.sql`
+        INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
+        VALUES (${input.id ?? randomUUID()}::uuid, ${input.target}::text, ${JSON.stringify(input.message)}::jsonb, ${input.source}::text,
+                ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
+                ${input.expiresAt ?? null}::timestamptz, ${input.idempotencyKey ?? null}::text, ${input.requestHash ?? null}::text,
+                ${input.policy ?? "at_least_once"}::text)
+        RETURNING ${DELIVERY_COLUMNS}`,
+    );
+    return deliveryOf(row!);
   }
 
   /**
@@ -129,7 +149,10 @@ export class DeliveryRepository {
    * added to `uncertain_parts` and, under `at_most_once`, skipped instead of sent again.
    */
   async claim(id: string, staleAfterMs: number): Promise<DeliveryClaim> {
-    const rows = await this.prisma.$queryRaw<ClaimRow[]>`
+    // Through pg directly: two statements per send, the delivery worker's hot path.
+    const rows = await poolRows<ClaimRow>(
+      this.pool,
+      Prisma.sql`
       WITH cur AS (
         SELECT id, status, target, seq, sent_parts, expires_at, updated_at, not_before FROM deliveries WHERE id = ${id}::uuid FOR UPDATE
       ), earlier AS (
@@ -139,7 +162,7 @@ export class DeliveryRepository {
            AND (e.expires_at IS NULL OR e.expires_at > now())
       ), verdict AS (
         SELECT cur.id, cur.target,
-               CASE WHEN cur.status = 'sending' THEN cur.updated_at + ${staleAfterMs} * interval '1 millisecond'
+               CASE WHEN cur.status = 'sending' THEN cur.updated_at + ${staleAfterMs}::int * interval '1 millisecond'
                     ELSE greatest(cur.not_before, earlier.not_before) END AS wait_until,
                CASE
                  WHEN cur.status IN ('sent', 'failed', 'expired') THEN 'done'
@@ -147,7 +170,7 @@ export class DeliveryRepository {
                  WHEN cur.status = 'queued' AND cur.expires_at < now() AND cur.sent_parts = 0 THEN 'expired'
                  WHEN cur.not_before > now() OR earlier.waiting THEN 'wait'
                  WHEN cur.status = 'queued' THEN 'claimed'
-                 WHEN cur.updated_at < now() - ${staleAfterMs} * interval '1 millisecond' THEN 'taken_over'
+                 WHEN cur.updated_at < now() - ${staleAfterMs}::int * interval '1 millisecond' THEN 'taken_over'
                  ELSE 'busy'
                END AS verdict
           FROM cur, earlier
@@ -167,7 +190,8 @@ export class DeliveryRepository {
       )
       SELECT v.verdict, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (v.wait_until - now())) * 1000))::int AS wait_ms,
              c.attempts, c.sent_parts, v.target, c.message, c.policy, c.uncertain_part
-        FROM verdict v LEFT JOIN claimed c ON true`;
+        FROM verdict v LEFT JOIN claimed c ON true`,
+    );
     const row = rows[0];
     if (!row) return { kind: "missing" };
     switch (row.verdict) {
@@ -201,15 +225,16 @@ export class DeliveryRepository {
    * stop sending.
    */
   async recordPart(id: string, attempt: number, index: number, platformMessageId: string, last: boolean): Promise<boolean> {
-    const updated = await this.prisma.$executeRaw`
+    const statement = Prisma.sql`
       UPDATE deliveries
-         SET sent_parts = ${index + 1}, platform_message_ids = array_append(platform_message_ids, ${platformMessageId}),
+         SET sent_parts = ${index + 1}::int, platform_message_ids = array_append(platform_message_ids, ${platformMessageId}::text),
              updated_at = now(),
-             status = CASE WHEN ${last} THEN 'sent' ELSE status END,
-             sent_at = CASE WHEN ${last} THEN now() ELSE sent_at END,
-             error = CASE WHEN ${last} THEN NULL ELSE error END
-       WHERE id = ${id}::uuid AND attempts = ${attempt} AND status = 'sending' AND sent_parts = ${index}`;
-    return updated === 1;
+             status = CASE WHEN ${last}::boolean THEN 'sent' ELSE status END,
+             sent_at = CASE WHEN ${last}::boolean THEN now() ELSE sent_at END,
+             error = CASE WHEN ${last}::boolean THEN NULL ELSE error END
+       WHERE id = ${id}::uuid AND attempts = ${attempt}::int AND status = 'sending' AND sent_parts = ${index}::int`;
+    const { rowCount } = await this.pool.query(statement.text, statement.values);
+    return rowCount === 1;
   }
 
   /**
@@ -400,6 +425,11 @@ export type DeliveryClaim =
   | { kind: "wait"; waitMs: number }
   /** Another worker is sending it and has not been silent long enough to take it over: look again after `waitMs`. */
   | { kind: "busy"; waitMs: number };
+
+/** A row as pg returns DELIVERY_COLUMNS: `seq` (bigint) as a string. */
+type PoolDelivery = Omit<Delivery, "seq"> & { seq: string };
+
+const deliveryOf = (row: PoolDelivery): Delivery => ({ ...row, seq: BigInt(row.seq) });
 
 interface ClaimRow {
   verdict: "claimed" | "taken_over" | "wait" | "done" | "expired" | "busy";

@@ -1,5 +1,8 @@
 import type { InboundMessage as InboundMessageContract, MessageContext } from "@nahida/contracts";
-import type { PrismaClient, Tx } from "../database";
+import type pg from "pg";
+import type { Database, PrismaClient, Tx } from "../database";
+import { poolRows } from "../fenced-part";
+import { Prisma } from "../generated/prisma/client";
 
 export interface StoredInbound {
   id: string;
@@ -28,7 +31,13 @@ export interface InboundRecord {
 
 /** Normalized platform messages, stored before the platform is acknowledged. */
 export class InboundMessageRepository {
-  constructor(private readonly prisma: PrismaClient) {}
+  private readonly prisma: PrismaClient;
+  private readonly pool: pg.Pool;
+
+  constructor(db: Pick<Database, "prisma" | "pool">) {
+    this.prisma = db.prisma;
+    this.pool = db.pool;
+  }
 
   /**
    * Stores a platform message and, in the same statement, puts it in its chat's lane: the
@@ -56,11 +65,10 @@ export class InboundMessageRepository {
     lane: { key: string; append: LaneAppend; traceparent?: string | null },
     tx?: Tx,
   ): Promise<StoredInbound> {
-    const db = tx ?? this.prisma;
     const { message } = input;
     // `extra.command` is written too for one release, for agent workers of the previous version.
     const body = { message, context: input.context, ...(message.command ? { extra: { command: message.command } } : {}) };
-    const rows = await db.$queryRaw<{ id: string; created: boolean; lane_seq: bigint | null }[]>`
+    const statement = Prisma.sql`
       WITH legacy AS (
         SELECT id FROM inbound_messages
          WHERE ${input.legacyDedupeKey ?? null}::text IS NOT NULL
@@ -104,6 +112,8 @@ export class InboundMessageRepository {
       SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq FROM inserted
       UNION ALL
       SELECT id::text, false, NULL FROM legacy`;
+    // On its own (the ingress's hot path) through pg directly; inside a caller's transaction through it.
+    const rows = tx ? await tx.$queryRaw<StoreRow[]>(statement) : await poolRows<StoreRow>(this.pool, statement);
     const row = rows[0];
     if (!row) throw new Error("inbound insert returned no row");
     return { id: row.id, created: row.created, queued: row.lane_seq !== null };
@@ -152,6 +162,13 @@ export function inboundRecordOf(row: { id: string; channel: string; chatAddress:
     context: body.context,
     receivedAt: row.receivedAt,
   };
+}
+
+/** What the store statement returns (`lane_seq` is a bigint: a string from pg, a BigInt from Prisma). */
+interface StoreRow {
+  id: string;
+  created: boolean;
+  lane_seq: bigint | string | null;
 }
 
 /** Shape of `inbound_messages.message`. */

@@ -1,4 +1,4 @@
-import type { PrismaClient } from "../database";
+import type { Database } from "../database";
 import { ApiTokenRepository } from "./api-token.repository";
 import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
@@ -18,12 +18,13 @@ export interface Repositories {
   events: SessionEventRepository;
 }
 
-export function createRepositories(prisma: PrismaClient): Repositories {
+export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
+  const { prisma } = db;
   return {
-    deliveries: new DeliveryRepository(prisma),
+    deliveries: new DeliveryRepository(db),
     sessions: new SessionRepository(prisma),
     turns: new TurnRepository(prisma),
-    inbound: new InboundMessageRepository(prisma),
+    inbound: new InboundMessageRepository(db),
     tokens: new ApiTokenRepository(prisma),
     cron: new CronRepository(prisma),
     events: new SessionEventRepository(prisma),
