@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CronCreateRequest, systemClock } from "@nahida/contracts";
 import { CronJobs } from "@nahida/cron";
 import { createRepositories } from "@nahida/db";
-import { waitFor } from "../support/infra";
+import { Queue } from "bullmq";
+import { TEST_REDIS_URL, waitFor } from "../support/infra";
 import { startDeployment, type Deployment } from "../support/deployment";
 
 // Three scheduler processes and a delivery process on one database fire JOBS notify jobs
@@ -81,7 +82,29 @@ describe("scheduler replicas under SIGKILLs and a Redis wipe", () => {
            FROM cron_runs r LEFT JOIN deliveries d ON d.id = (r.delivery_ids[array_length(r.delivery_ids, 1)])::uuid
           WHERE r.status NOT IN ('succeeded', 'failed', 'skipped', 'missed') GROUP BY 1, 2`,
       );
-      throw new Error(`${error.message}; still open: ${JSON.stringify(rows)}; crashed: ${d.crashes.join("\n") || "none"}`);
+      // The first few open deliveries in detail: the row, what is ahead of it in its chat, and its job.
+      const { rows: stuck } = await d.t.db.pool.query<{ id: string; target: string; seq: string; status: string; attempts: number; error: string | null; updated_at: Date; expires_at: Date | null; ahead: number }>(
+        `SELECT d.id::text, d.target, d.seq::text, d.status, d.attempts, d.error, d.updated_at, d.expires_at,
+                (SELECT count(*)::int FROM deliveries e WHERE e.target = d.target AND e.seq < d.seq AND e.status IN ('queued', 'sending')) AS ahead
+           FROM deliveries d WHERE d.status IN ('queued', 'sending') ORDER BY d.seq LIMIT 5`,
+      );
+      const queue = new Queue("outbound", { connection: { url: TEST_REDIS_URL }, prefix: d.prefix });
+      const detail = await Promise.all(
+        stuck.map(async (row) => {
+          const job = await queue.getJob(row.id);
+          return { ...row, job: job ? { state: await job.getState(), attemptsMade: job.attemptsMade, failedReason: job.failedReason, delay: job.delay, timestamp: job.timestamp } : null };
+        }),
+      );
+      await queue.close();
+      // What the delivery process said about its queue worker (a worker loop that died stops consuming).
+      const deliveryLog = d.replicas
+        .filter((r) => r.role === "delivery")
+        .map((r) => r.proc.output().split("\n").filter((line) => /error|warn|fail/i.test(line)).slice(-15).join("\n"))
+        .join("\n---\n");
+      console.error(`delivery warnings and errors (last 15):\n${deliveryLog}`);
+      throw new Error(
+        `${error.message}; still open: ${JSON.stringify(rows)}; oldest open deliveries: ${JSON.stringify(detail)}; now ${new Date().toISOString()}; crashed: ${d.crashes.join("\n") || "none"}`,
+      );
     });
 
     const { rows } = await d.t.db.pool.query<{ job_id: string; slot: Date; status: string; created_at: Date; delivery_ids: string[] }>(

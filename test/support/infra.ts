@@ -54,12 +54,17 @@ export async function clearQueuePrefix(redisUrl: string, prefix: string): Promis
   const { Redis } = await import("ioredis");
   const redis = new Redis(redisUrl);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== "0");
+    // In one script, so atomic like the loss it stands for (a restart of a Redis that keeps
+    // nothing): deleting key by key while workers run leaves half-deleted jobs (an id in a
+    // list whose hash is gone, a hash that a script then re-creates without its name and
+    // data), a state no real outage produces.
+    await redis.eval(
+      `local keys = redis.call('KEYS', ARGV[1])
+       for i = 1, #keys, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys))) end
+       return #keys`,
+      0,
+      `${prefix}:*`,
+    );
   } finally {
     redis.disconnect();
   }

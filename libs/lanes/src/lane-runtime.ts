@@ -157,8 +157,9 @@ export class LaneProducer {
 
 export type RunOutcome =
   /**
-   * `lastSeq`: the newest item the run took (absent when nothing ran); `released`: its
-   * one-statement commit gave the lane back (nothing was appended since the run began).
+   * `lastSeq`: the newest item the run took (absent when nothing ran); `released`: whether
+   * its one-statement commit gave the lane back (false: items were appended since the run
+   * began, so a release cannot succeed either); absent after a transaction's commit.
    */
   | { kind: "ran"; lastSeq?: bigint; released?: boolean }
   | { kind: "empty" }
@@ -350,7 +351,7 @@ export class LaneRuntime {
         // Caught up: nothing was appended since the run began, so give the lane back now
         // (one statement instead of reading the empty lane, releasing and looking again;
         // a one-statement commit did it already).
-        if (result.released || (result.lastSeq !== undefined && (await this.store.releaseIfCaughtUp(lease, result.lastSeq)))) {
+        if (result.released ?? (result.lastSeq !== undefined && (await this.store.releaseIfCaughtUp(lease, result.lastSeq)))) {
           released = true;
           break;
         }
@@ -423,7 +424,8 @@ export class LaneRuntime {
     this.active.set(lease.laneKey, stop);
     const runSignal = AbortSignal.any([signal, stop.signal]);
     let committed = false;
-    let released = false;
+    /** Set by a one-statement commit: whether it gave the lane back (false: items came since). */
+    let released: boolean | undefined;
     const rejected = new Map<string, string>();
     const context: LaneRunContext = {
       runId,

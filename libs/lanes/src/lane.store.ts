@@ -139,8 +139,11 @@ export class LaneStore {
        ), runnable AS (
          SELECT * FROM open WHERE attempts < $6
        ), abandoned AS (
+         -- The status again in every UPDATE: a claim that waited behind a commit's lock
+         -- (taking over an expired lease) read "open" before that commit; the recheck on
+         -- the newest row version leaves out items it just finished.
          UPDATE lane_items SET status = 'failed', error = $7, done_at = now()
-          WHERE id IN (SELECT id FROM open WHERE attempts >= $6)
+          WHERE id IN (SELECT id FROM open WHERE attempts >= $6) AND status IN ('pending', 'running')
          RETURNING id
        ), lost AS (
          UPDATE lane_runs SET status = 'lost', finished_at = now()
@@ -152,7 +155,7 @@ export class LaneStore {
          RETURNING id
        ), taken AS (
          UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
-          WHERE id IN (SELECT id FROM runnable) AND EXISTS (SELECT 1 FROM run)
+          WHERE id IN (SELECT id FROM runnable) AND EXISTS (SELECT 1 FROM run) AND status IN ('pending', 'running')
          RETURNING id, seq, kind, ref_id, attempts, traceparent
        )
        SELECT (SELECT mode FROM lane) AS mode, (SELECT id::text FROM run) AS run_id,

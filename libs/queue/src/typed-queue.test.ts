@@ -62,6 +62,22 @@ describe("TypedQueue", () => {
       worker.resume();
       expect(await queue.addOrRevive("delivery.send", { deliveryId: orphan }, orphan)).toBe("added");
       await waitFor(async () => calls === 4, 5_000, "the orphaned job to run");
+
+      // A job whose record lost its name and data (keys evicted one by one) fails for good
+      // on every run; reviving it would loop. It is replaced by a fresh one.
+      const damaged = "6f1c2d3e-0000-4000-8000-000000000003";
+      await queue.add("delivery.send", { deliveryId: damaged }, { jobId: damaged });
+      await waitFor(async () => calls === 5, 5_000, "the job to run once");
+      await worker.pause();
+      // As the sweeper meets it: failed (the worker refused a job without a name), record damaged.
+      await redis.zrem(`${prefix}:outbound:completed`, damaged);
+      await redis.zadd(`${prefix}:outbound:failed`, Date.now(), damaged);
+      await redis.hdel(`${prefix}:outbound:${damaged}`, "name", "data");
+      expect(await (await queue.queue.getJob(damaged))?.getState()).toBe("failed");
+      expect(await queue.addOrRevive("delivery.send", { deliveryId: damaged }, damaged)).toBe("added");
+      expect((await queue.queue.getJob(damaged))?.name).toBe("delivery.send");
+      worker.resume();
+      await waitFor(async () => calls === 6, 5_000, "the fresh job to run");
     } finally {
       await worker.close();
     }

@@ -94,6 +94,13 @@ export class TypedQueue<Q extends QueueName> {
     if (existing) {
       const state = await existing.getState();
       try {
+        // A job that is not this one any more (its hash lost its name or data: keys evicted
+        // under memory pressure, a partial loss) can only fail again: replace it.
+        if (existing.name !== jobName || !definition(this.name, jobName).schema.safeParse(existing.data).success) {
+          await existing.remove();
+          await this.add(jobName, payload, { jobId });
+          return "added";
+        }
         if (state === "failed") {
           await existing.retry("failed", { resetAttemptsMade: true });
           return "retried";

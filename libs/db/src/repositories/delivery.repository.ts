@@ -51,7 +51,7 @@ export class DeliveryRepository {
       this.pool,
       Prisma.sql`
         INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
-        VALUES (${input.id ?? randomUUID()}::uuid, ${input.target}::text, ${JSON.stringify(input.message)}::jsonb, ${input.source}::text,
+        VALUES (${input.id ?? randomUUID()}::uuid, ${input.target}::text, ${jsonbParam(input.message)}::jsonb, ${input.source}::text,
                 ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
                 ${input.expiresAt ?? null}::timestamptz, ${input.idempotencyKey ?? null}::text, ${input.requestHash ?? null}::text,
                 ${input.policy ?? "at_least_once"}::text)
@@ -99,7 +99,7 @@ export class DeliveryRepository {
     // of the key reads the row that holds it.
     const [inserted] = await db.$queryRaw<Delivery[]>`
       INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
-      VALUES (${input.id}::uuid, ${input.target}, ${JSON.stringify(input.message)}::jsonb, ${input.source},
+      VALUES (${input.id}::uuid, ${input.target}, ${jsonbParam(input.message)}::jsonb, ${input.source},
               ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
               ${input.expiresAt ?? null}, ${input.idempotencyKey}, ${input.requestHash ?? null}, ${input.policy ?? "at_least_once"})
       ON CONFLICT (idempotency_key) DO NOTHING

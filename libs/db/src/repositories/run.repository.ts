@@ -24,7 +24,8 @@ export class RunRepository {
 
   /**
    * The chat, its current session, the run's inbound messages and the session's last
-   * `historyLimit` turns, in one statement.
+   * `historyLimit` turns, in one statement. `seq` leaves as text (JSON has no bigint), so
+   * the history is ordered by its number, not its text.
    */
   async readChatRun(address: string, inboundIds: readonly string[], historyLimit: number): Promise<ChatRunRead> {
     const { rows } = await this.pool.query<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; history: TurnJson[] }>(
@@ -34,7 +35,7 @@ export class RunRepository {
               (SELECT coalesce(json_agg(json_build_object('id', m.id, 'channel', m.channel, 'chat_address', m.chat_address,
                                                           'message', m.message, 'received_at', m.received_at)), '[]'::json)
                  FROM inbound_messages m WHERE m.id = ANY($2::uuid[])) AS inbound,
-              (SELECT coalesce(json_agg(row_to_json(t) ORDER BY t.seq), '[]'::json)
+              (SELECT coalesce(json_agg(row_to_json(t) ORDER BY t.seq::bigint), '[]'::json)
                  FROM (SELECT t.id, t.seq::text AS seq, t.session_id, t.role, t.content, t.metadata, t.source, t.inbound_message_id, t.run_id, t.created_at
                          FROM turns t JOIN c ON t.session_id = c.current_session_id
                         ORDER BY t.seq DESC LIMIT $3) t) AS history`,
