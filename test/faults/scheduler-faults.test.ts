@@ -121,8 +121,10 @@ describe("scheduler replicas under SIGKILLs and a Redis wipe", () => {
       // No gap between the first and the last slot: none lost, and unique by the table's key.
       const slots = runs.map((r) => r.slot.getTime());
       expect((slots.at(-1)! - slots[0]!) / EVERY_MS + 1).toBe(slots.length);
-      // The last slot is no earlier than a slot before the stop: firing went on to the end.
-      expect(slots.at(-1)!).toBeGreaterThan(stoppedAt - 3 * EVERY_MS);
+      // Firing went on to the end: past the last SIGKILL's interval. (Not "a slot before the
+      // stop": on a loaded 2-core machine the schedulers were seen 6.4 s behind, and slots
+      // still due when the jobs were disabled never fire, which is right.)
+      expect(slots.at(-1)!).toBeGreaterThan(stoppedAt - KILL_EVERY_MS - 2 * EVERY_MS);
       // Exactly one message per run at the platform.
       expect(d.telegram.sent(900_000 + i).length).toBe(runs.length);
       fired += runs.length;
