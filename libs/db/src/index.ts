@@ -1,5 +1,5 @@
 export * from "./database";
-export * from "./fenced-part";
+export * from "./statements";
 export * from "./database-url";
 export * from "./migrations/migration-runner";
 export { Prisma } from "./generated/prisma/client";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Prisma, type Database, type FencedPart, type Tx } from "@nahida/db";
+import { Prisma, prepared, type Database, type FencedPart, type Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
 import { currentTraceparent } from "@nahida/observability";
 
@@ -102,7 +102,7 @@ export class LaneStore {
   /** Takes the lane's lease if it is free, expired, and not in retry backoff. */
   async tryClaim(laneKey: string, owner: string, leaseMs: number): Promise<Lease | null> {
     const token = randomUUID();
-    const { rows } = await this.pool.query<{ mode: string }>(`${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]);
+    const { rows } = await this.pool.query<{ mode: string }>(prepared(`${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]));
     const row = rows[0];
     if (!row) return null;
     const mode = LaneMode.safeParse(row.mode);
@@ -129,7 +129,8 @@ export class LaneStore {
       items: { id: string; seq: string; kind: string; refId: string; attempts: number; traceparent: string | null }[];
       abandoned: string[];
     }>(
-      `WITH lane AS (${CLAIM_LANE} RETURNING key, mode
+      prepared(
+        `WITH lane AS (${CLAIM_LANE} RETURNING key, mode
        ), open AS (
          SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts, i.traceparent
            FROM lane_items i JOIN lane ON i.lane_key = lane.key
@@ -161,7 +162,8 @@ export class LaneStore {
        SELECT (SELECT mode FROM lane) AS mode, (SELECT id::text FROM run) AS run_id,
               coalesce((SELECT json_agg(json_build_object('id', id::text, 'seq', seq::text, 'kind', kind, 'refId', ref_id, 'attempts', attempts, 'traceparent', traceparent) ORDER BY seq) FROM taken), '[]'::json) AS items,
               coalesce((SELECT json_agg(id::text) FROM abandoned), '[]'::json) AS abandoned`,
-      [laneKey, owner, token, leaseMs, o.maxBatchSize, o.maxAttempts, `gave up after ${o.maxAttempts} attempts`, runId, o.workerId],
+        [laneKey, owner, token, leaseMs, o.maxBatchSize, o.maxAttempts, `gave up after ${o.maxAttempts} attempts`, runId, o.workerId],
+      ),
     );
     const row = rows[0];
     if (!row || row.mode === null) return null;
@@ -207,9 +209,11 @@ export class LaneStore {
    */
   async releaseIfCaughtUp(lease: Lease, lastSeq: bigint): Promise<boolean> {
     const { rowCount } = await this.pool.query(
-      `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+      prepared(
+        `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE key = $1 AND lease_token = $2::uuid AND last_seq = $3`,
-      [lease.laneKey, lease.token, lastSeq.toString()],
+        [lease.laneKey, lease.token, lastSeq.toString()],
+      ),
     );
     return rowCount === 1;
   }
@@ -217,12 +221,14 @@ export class LaneStore {
   /** Open items in arrival order. `running` ones belong to a run whose worker died. */
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
     const { rows } = await this.pool.query<Omit<LaneItemRow, "seq"> & { seq: string }>(
-      `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
+      prepared(
+        `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
          FROM lane_items
         WHERE lane_key = $1 AND status IN ('pending', 'running')
         ORDER BY seq
         LIMIT $2`,
-      [laneKey, limit],
+        [laneKey, limit],
+      ),
     );
     return rows.map((r) => ({ ...r, seq: BigInt(r.seq) }));
   }
@@ -233,9 +239,11 @@ export class LaneStore {
    */
   async openItemStats(cap = 100_000): Promise<{ count: number; oldestCreatedAt: Date | null }> {
     const { rows } = await this.pool.query<{ count: number; oldest: Date | null }>(
-      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
+      prepared(
+        `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
               (SELECT min(created_at) FROM lane_items WHERE status IN ('pending', 'running')) AS oldest`,
-      [cap],
+        [cap],
+      ),
     );
     return { count: rows[0]?.count ?? 0, oldestCreatedAt: rows[0]?.oldest ?? null };
   }
@@ -306,7 +314,7 @@ export class LaneStore {
     const statement = Prisma.sql`
       WITH ${Prisma.join(ctes, ",\n")}
       SELECT ${fence} AS held, EXISTS (SELECT 1 FROM released) AS released`;
-    const { rows } = await this.pool.query<{ held: boolean; released: boolean }>(statement.text, statement.values);
+    const { rows } = await this.pool.query<{ held: boolean; released: boolean }>(prepared(statement.text, statement.values));
     if (!rows[0]?.held) throw new LeaseLostError(lease.laneKey);
     return { released: rows[0].released };
   }
@@ -320,7 +328,8 @@ export class LaneStore {
     const ids = items.map((i) => i.id);
     const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
     const { rows } = await this.pool.query<{ started: number }>(
-      `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
+      prepared(
+        `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
             lost AS (UPDATE lane_runs SET status = 'lost', finished_at = now()
                       WHERE id = ANY($3::uuid[]) AND status = 'running' AND EXISTS (SELECT 1 FROM held)),
             run AS (INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
@@ -328,7 +337,8 @@ export class LaneStore {
             taken AS (UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
                        WHERE id = ANY($7::uuid[]) AND EXISTS (SELECT 1 FROM run) RETURNING id)
        SELECT count(*)::int AS started FROM run`,
-      [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
+        [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
+      ),
     );
     if (rows[0]?.started !== 1) throw new LeaseLostError(lease.laneKey);
     return runId;
@@ -400,7 +410,8 @@ export class LaneStore {
    */
   async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
     const { rows } = await this.pool.query<{ key: string }>(
-      `SELECT l.key FROM lanes l
+      prepared(
+        `SELECT l.key FROM lanes l
         WHERE l.key IN (
                 SELECT DISTINCT lane_key FROM lane_items
                  WHERE status IN ('pending', 'running')
@@ -408,7 +419,8 @@ export class LaneStore {
           AND (l.lease_token IS NULL OR l.lease_expires_at < now())
           AND (l.retry_at IS NULL OR l.retry_at <= now())
         LIMIT $2`,
-      [graceMs, limit],
+        [graceMs, limit],
+      ),
     );
     return rows.map((r) => r.key);
   }

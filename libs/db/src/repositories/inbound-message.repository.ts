@@ -1,7 +1,7 @@
 import type { InboundMessage as InboundMessageContract, MessageContext } from "@nahida/contracts";
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
-import { poolRows } from "../fenced-part";
+import { poolRows } from "../statements";
 import { Prisma } from "../generated/prisma/client";
 
 export interface StoredInbound {

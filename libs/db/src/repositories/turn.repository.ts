@@ -1,5 +1,5 @@
 import type { PrismaClient, Tx } from "../database";
-import { jsonbParam, type FencedPart } from "../fenced-part";
+import { jsonbParam, type FencedPart } from "../statements";
 import { Prisma, type Turn } from "../generated/prisma/client";
 
 export type TurnRole = "user" | "assistant" | "tool" | "system" | "event";

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { wellFormed } from "@nahida/contracts";
 import type pg from "pg";
 import type { Prisma } from "./generated/prisma/client";
@@ -16,7 +17,25 @@ export function jsonbParam(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === "string" ? wellFormed(v) : v));
 }
 
+const names = new Map<string, string>();
+
+/**
+ * A hot statement as a named (server-side prepared) query: each connection parses it once,
+ * and Postgres may keep a generic plan instead of planning the CTEs on every call. The name
+ * is the text's hash, so one name never stands for two texts. (A pooler in transaction mode
+ * must support prepared statements, as PgBouncer does from 1.21 with `max_prepared_statements`.)
+ */
+export function prepared(text: string, values: readonly unknown[]): pg.QueryConfig {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `n_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
+    // Texts are a few fixed shapes per statement; the bound only guards against a caller that is not.
+    if (names.size < 1_000) names.set(text, name);
+  }
+  return { name, text, values: [...values] };
+}
+
 /** Runs a Prisma-built statement on the pg pool: the hot statements skip Prisma's query machinery (docs/data-access.md). */
 export async function poolRows<T extends object>(pool: pg.Pool, statement: Prisma.Sql): Promise<T[]> {
-  return (await pool.query<T>(statement.text, statement.values)).rows;
+  return (await pool.query<T>(prepared(statement.text, statement.values))).rows;
 }
