@@ -18,24 +18,41 @@ export function jsonbParam(value: unknown): string {
 }
 
 const names = new Map<string, string>();
+/** Texts are a few fixed shapes per statement; past this many the rest run unnamed. */
+const MAX_NAMES = 1_000;
 
 /**
- * A hot statement as a named (server-side prepared) query: each connection parses it once,
- * and Postgres may keep a generic plan instead of planning the CTEs on every call. The name
- * is the text's hash, so one name never stands for two texts. (A pooler in transaction mode
- * must support prepared statements, as PgBouncer does from 1.21 with `max_prepared_statements`.)
+ * Runs a hot statement as a named (server-side prepared) query: each connection parses it
+ * once, and Postgres may keep a generic plan instead of planning the CTEs on every call. The
+ * name is the text's hash, so one name never stands for two texts. A migration that changes
+ * a result column's type leaves connections whose plan no longer fits ("cached plan must
+ * not change result type"): such a connection is dropped and the statement runs once more,
+ * unnamed. (A pooler in transaction mode must support prepared statements, as PgBouncer
+ * does from 1.21 with `max_prepared_statements`.)
  */
-export function prepared(text: string, values: readonly unknown[]): pg.QueryConfig {
+export async function queryPrepared<T extends object>(pool: pg.Pool, text: string, values: readonly unknown[]): Promise<pg.QueryResult<T>> {
   let name = names.get(text);
-  if (name === undefined) {
+  if (name === undefined && names.size < MAX_NAMES) {
     name = `n_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
-    // Texts are a few fixed shapes per statement; the bound only guards against a caller that is not.
-    if (names.size < 1_000) names.set(text, name);
+    names.set(text, name);
   }
-  return { name, text, values: [...values] };
+  if (name === undefined) return pool.query<T>(text, [...values]);
+  const client = await pool.connect();
+  try {
+    const result = await client.query<T>({ name, text, values: [...values] });
+    client.release();
+    return result;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    // 0A000: the plan's result type changed; 26000: the statement is gone on the server.
+    const stale = code === "0A000" || code === "26000";
+    client.release(stale ? (error as Error) : undefined);
+    if (!stale) throw error;
+    return pool.query<T>(text, [...values]);
+  }
 }
 
 /** Runs a Prisma-built statement on the pg pool: the hot statements skip Prisma's query machinery (docs/data-access.md). */
 export async function poolRows<T extends object>(pool: pg.Pool, statement: Prisma.Sql): Promise<T[]> {
-  return (await pool.query<T>(prepared(statement.text, statement.values))).rows;
+  return (await queryPrepared<T>(pool, statement.text, statement.values)).rows;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Prisma, prepared, type Database, type FencedPart, type Tx } from "@nahida/db";
+import { Prisma, queryPrepared, type Database, type FencedPart, type Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
 import { currentTraceparent } from "@nahida/observability";
 
@@ -102,7 +102,7 @@ export class LaneStore {
   /** Takes the lane's lease if it is free, expired, and not in retry backoff. */
   async tryClaim(laneKey: string, owner: string, leaseMs: number): Promise<Lease | null> {
     const token = randomUUID();
-    const { rows } = await this.pool.query<{ mode: string }>(prepared(`${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]));
+    const { rows } = await queryPrepared<{ mode: string }>(this.pool, `${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]);
     const row = rows[0];
     if (!row) return null;
     const mode = LaneMode.safeParse(row.mode);
@@ -123,13 +123,13 @@ export class LaneStore {
   ): Promise<{ lease: Lease; run: { runId: string; items: LaneItemRow[] } | null; abandoned: string[] } | null> {
     const token = randomUUID();
     const runId = randomUUID();
-    const { rows } = await this.pool.query<{
+    const { rows } = await queryPrepared<{
       mode: string | null;
       run_id: string | null;
       items: { id: string; seq: string; kind: string; refId: string; attempts: number; traceparent: string | null }[];
       abandoned: string[];
     }>(
-      prepared(
+      this.pool,
         `WITH lane AS (${CLAIM_LANE} RETURNING key, mode
        ), open AS (
          SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts, i.traceparent
@@ -163,7 +163,6 @@ export class LaneStore {
               coalesce((SELECT json_agg(json_build_object('id', id::text, 'seq', seq::text, 'kind', kind, 'refId', ref_id, 'attempts', attempts, 'traceparent', traceparent) ORDER BY seq) FROM taken), '[]'::json) AS items,
               coalesce((SELECT json_agg(id::text) FROM abandoned), '[]'::json) AS abandoned`,
         [laneKey, owner, token, leaseMs, o.maxBatchSize, o.maxAttempts, `gave up after ${o.maxAttempts} attempts`, runId, o.workerId],
-      ),
     );
     const row = rows[0];
     if (!row || row.mode === null) return null;
@@ -208,27 +207,25 @@ export class LaneStore {
    * for its wake.
    */
   async releaseIfCaughtUp(lease: Lease, lastSeq: bigint): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      prepared(
+    const { rowCount } = await queryPrepared(
+      this.pool,
         `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE key = $1 AND lease_token = $2::uuid AND last_seq = $3`,
         [lease.laneKey, lease.token, lastSeq.toString()],
-      ),
     );
     return rowCount === 1;
   }
 
   /** Open items in arrival order. `running` ones belong to a run whose worker died. */
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
-    const { rows } = await this.pool.query<Omit<LaneItemRow, "seq"> & { seq: string }>(
-      prepared(
+    const { rows } = await queryPrepared<Omit<LaneItemRow, "seq"> & { seq: string }>(
+      this.pool,
         `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
          FROM lane_items
         WHERE lane_key = $1 AND status IN ('pending', 'running')
         ORDER BY seq
         LIMIT $2`,
         [laneKey, limit],
-      ),
     );
     return rows.map((r) => ({ ...r, seq: BigInt(r.seq) }));
   }
@@ -238,12 +235,11 @@ export class LaneStore {
    * both read the partial index of open items; the count stops at `cap`.
    */
   async openItemStats(cap = 100_000): Promise<{ count: number; oldestCreatedAt: Date | null }> {
-    const { rows } = await this.pool.query<{ count: number; oldest: Date | null }>(
-      prepared(
+    const { rows } = await queryPrepared<{ count: number; oldest: Date | null }>(
+      this.pool,
         `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
               (SELECT min(created_at) FROM lane_items WHERE status IN ('pending', 'running')) AS oldest`,
         [cap],
-      ),
     );
     return { count: rows[0]?.count ?? 0, oldestCreatedAt: rows[0]?.oldest ?? null };
   }
@@ -314,7 +310,7 @@ export class LaneStore {
     const statement = Prisma.sql`
       WITH ${Prisma.join(ctes, ",\n")}
       SELECT ${fence} AS held, EXISTS (SELECT 1 FROM released) AS released`;
-    const { rows } = await this.pool.query<{ held: boolean; released: boolean }>(prepared(statement.text, statement.values));
+    const { rows } = await queryPrepared<{ held: boolean; released: boolean }>(this.pool, statement.text, statement.values);
     if (!rows[0]?.held) throw new LeaseLostError(lease.laneKey);
     return { released: rows[0].released };
   }
@@ -327,8 +323,8 @@ export class LaneStore {
     const runId = randomUUID();
     const ids = items.map((i) => i.id);
     const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
-    const { rows } = await this.pool.query<{ started: number }>(
-      prepared(
+    const { rows } = await queryPrepared<{ started: number }>(
+      this.pool,
         `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
             lost AS (UPDATE lane_runs SET status = 'lost', finished_at = now()
                       WHERE id = ANY($3::uuid[]) AND status = 'running' AND EXISTS (SELECT 1 FROM held)),
@@ -338,7 +334,6 @@ export class LaneStore {
                        WHERE id = ANY($7::uuid[]) AND EXISTS (SELECT 1 FROM run) RETURNING id)
        SELECT count(*)::int AS started FROM run`,
         [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
-      ),
     );
     if (rows[0]?.started !== 1) throw new LeaseLostError(lease.laneKey);
     return runId;
@@ -409,8 +404,8 @@ export class LaneStore {
    * was lost or their worker died. The partial index on open items keeps this cheap.
    */
   async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ key: string }>(
-      prepared(
+    const { rows } = await queryPrepared<{ key: string }>(
+      this.pool,
         `SELECT l.key FROM lanes l
         WHERE l.key IN (
                 SELECT DISTINCT lane_key FROM lane_items
@@ -420,7 +415,6 @@ export class LaneStore {
           AND (l.retry_at IS NULL OR l.retry_at <= now())
         LIMIT $2`,
         [graceMs, limit],
-      ),
     );
     return rows.map((r) => r.key);
   }

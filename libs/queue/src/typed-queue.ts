@@ -93,25 +93,22 @@ export class TypedQueue<Q extends QueueName> {
     const existing = await this.queue.getJob(jobId);
     if (existing) {
       const state = await existing.getState();
+      // A job that is not this one any more (its hash lost its name or data: keys evicted
+      // under memory pressure, a partial loss) can only fail again: it is replaced.
+      const damaged = existing.name !== jobName || !definition(this.name, jobName).schema.safeParse(existing.data).success;
       try {
-        // A job that is not this one any more (its hash lost its name or data: keys evicted
-        // under memory pressure, a partial loss) can only fail again: replace it.
-        if (existing.name !== jobName || !definition(this.name, jobName).schema.safeParse(existing.data).success) {
-          await existing.remove();
-          await this.add(jobName, payload, { jobId });
-          return "added";
-        }
-        if (state === "failed") {
+        if (state === "failed" && !damaged) {
           await existing.retry("failed", { resetAttemptsMade: true });
           return "retried";
         }
-        if (state !== "completed" && state !== "unknown") return "pending";
+        if (!damaged && state !== "completed" && state !== "unknown") return "pending";
         await existing.remove();
       } catch {
-        // Another sweeper revived or replaced it first.
+        // Another sweeper revived or replaced it first, or it is active (locked).
         return "pending";
       }
     }
+    // Outside the try: a failed add (Redis away) is the caller's error, not "pending".
     await this.add(jobName, payload, { jobId });
     return "added";
   }

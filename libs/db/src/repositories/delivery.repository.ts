@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
-import { jsonbParam, poolRows, prepared, type FencedPart } from "../statements";
+import { jsonbParam, poolRows, queryPrepared, type FencedPart } from "../statements";
 import { Prisma, type Delivery } from "../generated/prisma/client";
 
 export interface NewDelivery {
@@ -233,7 +233,7 @@ export class DeliveryRepository {
              sent_at = CASE WHEN ${last}::boolean THEN now() ELSE sent_at END,
              error = CASE WHEN ${last}::boolean THEN NULL ELSE error END
        WHERE id = ${id}::uuid AND attempts = ${attempt}::int AND status = 'sending' AND sent_parts = ${index}::int`;
-    const { rowCount } = await this.pool.query(prepared(statement.text, statement.values));
+    const { rowCount } = await queryPrepared(this.pool, statement.text, statement.values);
     return rowCount === 1;
   }
 

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { prepared } from "../statements";
+import { queryPrepared } from "../statements";
 import type { Chat, Session, Turn } from "../generated/prisma/client";
 import { inboundRecordOf, type InboundRecord } from "./inbound-message.repository";
 
@@ -29,8 +29,8 @@ export class RunRepository {
    * the history is ordered by its number, not its text.
    */
   async readChatRun(address: string, inboundIds: readonly string[], historyLimit: number): Promise<ChatRunRead> {
-    const { rows } = await this.pool.query<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; history: TurnJson[] }>(
-      prepared(
+    const { rows } = await queryPrepared<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; history: TurnJson[] }>(
+      this.pool,
       `WITH c AS (SELECT * FROM chats WHERE address = $1)
        SELECT (SELECT row_to_json(c) FROM c) AS chat,
               (SELECT row_to_json(s) FROM sessions s JOIN c ON s.id = c.current_session_id) AS session,
@@ -42,7 +42,6 @@ export class RunRepository {
                          FROM turns t JOIN c ON t.session_id = c.current_session_id
                         ORDER BY t.seq DESC LIMIT $3) t) AS history`,
       [address, inboundIds, historyLimit],
-      ),
     );
     const row = rows[0]!;
     const byId = new Map(

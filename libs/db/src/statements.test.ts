@@ -1,0 +1,24 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../../test/support/infra";
+import { queryPrepared } from "./statements";
+
+describe("queryPrepared (real Postgres)", () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase("prepared");
+  });
+  afterAll(async () => t?.drop());
+
+  it("answers after a migration changed a result column's type, on the connections that prepared it", async () => {
+    await t.db.pool.query("CREATE TABLE prepared_probe (id int PRIMARY KEY, n int NOT NULL)");
+    await t.db.pool.query("INSERT INTO prepared_probe VALUES (1, 41)");
+    const read = () => queryPrepared<{ n: number | string }>(t.db.pool, "SELECT n FROM prepared_probe WHERE id = $1", [1]);
+    // Prepared on every pooled connection the reads land on.
+    await Promise.all(Array.from({ length: 8 }, read));
+    await t.db.pool.query("ALTER TABLE prepared_probe ALTER COLUMN n TYPE bigint");
+    await t.db.pool.query("UPDATE prepared_probe SET n = 42");
+    const after = await Promise.all(Array.from({ length: 8 }, read));
+    // bigint leaves pg as a string: the new type, read through a fresh plan.
+    expect(after.map((r) => r.rows[0]!.n)).toEqual(Array(8).fill("42"));
+  });
+});
