@@ -209,9 +209,9 @@ export class LaneStore {
   async releaseIfCaughtUp(lease: Lease, lastSeq: bigint): Promise<boolean> {
     const { rowCount } = await queryPrepared(
       this.pool,
-        `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-        WHERE key = $1 AND lease_token = $2::uuid AND last_seq = $3`,
-        [lease.laneKey, lease.token, lastSeq.toString()],
+      `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+      WHERE key = $1 AND lease_token = $2::uuid AND last_seq = $3`,
+      [lease.laneKey, lease.token, lastSeq.toString()],
     );
     return rowCount === 1;
   }
@@ -220,12 +220,12 @@ export class LaneStore {
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
     const { rows } = await queryPrepared<Omit<LaneItemRow, "seq"> & { seq: string }>(
       this.pool,
-        `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
-         FROM lane_items
-        WHERE lane_key = $1 AND status IN ('pending', 'running')
-        ORDER BY seq
-        LIMIT $2`,
-        [laneKey, limit],
+      `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
+       FROM lane_items
+      WHERE lane_key = $1 AND status IN ('pending', 'running')
+      ORDER BY seq
+      LIMIT $2`,
+      [laneKey, limit],
     );
     return rows.map((r) => ({ ...r, seq: BigInt(r.seq) }));
   }
@@ -237,9 +237,9 @@ export class LaneStore {
   async openItemStats(cap = 100_000): Promise<{ count: number; oldestCreatedAt: Date | null }> {
     const { rows } = await queryPrepared<{ count: number; oldest: Date | null }>(
       this.pool,
-        `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
-              (SELECT min(created_at) FROM lane_items WHERE status IN ('pending', 'running')) AS oldest`,
-        [cap],
+      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
+            (SELECT min(created_at) FROM lane_items WHERE status IN ('pending', 'running')) AS oldest`,
+      [cap],
     );
     return { count: rows[0]?.count ?? 0, oldestCreatedAt: rows[0]?.oldest ?? null };
   }
@@ -325,15 +325,15 @@ export class LaneStore {
     const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
     const { rows } = await queryPrepared<{ started: number }>(
       this.pool,
-        `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
-            lost AS (UPDATE lane_runs SET status = 'lost', finished_at = now()
-                      WHERE id = ANY($3::uuid[]) AND status = 'running' AND EXISTS (SELECT 1 FROM held)),
-            run AS (INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
-                    SELECT $4::uuid, key, $5, 'running', $6 FROM held RETURNING id),
-            taken AS (UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
-                       WHERE id = ANY($7::uuid[]) AND EXISTS (SELECT 1 FROM run) RETURNING id)
+      `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
+          lost AS (UPDATE lane_runs SET status = 'lost', finished_at = now()
+                    WHERE id = ANY($3::uuid[]) AND status = 'running' AND EXISTS (SELECT 1 FROM held)),
+          run AS (INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
+                  SELECT $4::uuid, key, $5, 'running', $6 FROM held RETURNING id),
+          taken AS (UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
+                     WHERE id = ANY($7::uuid[]) AND EXISTS (SELECT 1 FROM run) RETURNING id)
        SELECT count(*)::int AS started FROM run`,
-        [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
+      [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
     );
     if (rows[0]?.started !== 1) throw new LeaseLostError(lease.laneKey);
     return runId;
@@ -406,15 +406,15 @@ export class LaneStore {
   async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
     const { rows } = await queryPrepared<{ key: string }>(
       this.pool,
-        `SELECT l.key FROM lanes l
-        WHERE l.key IN (
-                SELECT DISTINCT lane_key FROM lane_items
-                 WHERE status IN ('pending', 'running')
-                   AND created_at < now() - $1 * interval '1 millisecond')
-          AND (l.lease_token IS NULL OR l.lease_expires_at < now())
-          AND (l.retry_at IS NULL OR l.retry_at <= now())
-        LIMIT $2`,
-        [graceMs, limit],
+      `SELECT l.key FROM lanes l
+      WHERE l.key IN (
+              SELECT DISTINCT lane_key FROM lane_items
+               WHERE status IN ('pending', 'running')
+                 AND created_at < now() - $1 * interval '1 millisecond')
+        AND (l.lease_token IS NULL OR l.lease_expires_at < now())
+        AND (l.retry_at IS NULL OR l.retry_at <= now())
+      LIMIT $2`,
+      [graceMs, limit],
     );
     return rows.map((r) => r.key);
   }

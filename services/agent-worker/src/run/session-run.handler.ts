@@ -264,9 +264,9 @@ export function createSessionRunHandler(o: SessionRunHandlerOptions): LaneHandle
     const history = async (sessionId: string): Promise<Turn[]> => {
       if (!hasStoredHistory(sessionId)) return [];
       if (readHistory?.sessionId === sessionId) {
-        const { turns: read } = readHistory;
+        const cached = readHistory.turns;
         readHistory = null;
-        return read;
+        return cached;
       }
       return turns.recent(sessionId, o.historyTurns);
     };
