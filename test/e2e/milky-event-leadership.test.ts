@@ -75,7 +75,9 @@ describe("one Milky event connection per account across replicas", () => {
     const holder = a.ingress.stream!.isLeader ? a : b;
     const other = holder === a ? b : a;
     expect(other.ingress.stream!.isLeader).toBe(false);
-    // Both ready: the holder has its connection, the other knows it is a follower.
+    // Both ready: the holder has its connection, the other knows it is a follower. (The fake
+    // counts the socket when it accepts it, a moment before the holder's side is open.)
+    await waitFor(async () => (await holder.ingress.readiness()).ok, 5_000, "the holder's connection to be open");
     expect(await holder.ingress.readiness()).toEqual({ ok: true });
     expect(await other.ingress.readiness()).toEqual({ ok: true });
 
