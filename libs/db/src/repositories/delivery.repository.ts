@@ -49,13 +49,7 @@ export class DeliveryRepository {
     // On its own (`POST /api/send`): one INSERT through pg, without Prisma's machinery.
     const [row] = await poolRows<PoolDelivery>(
       this.pool,
-      Prisma.sql`
-        INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
-        VALUES (${input.id ?? randomUUID()}::uuid, ${input.target}::text, ${jsonbParam(input.message)}::jsonb, ${input.source}::text,
-                ${input.sessionId ?? null}::uuid, ${input.inboundMessageId ?? null}::uuid, ${input.runId ?? null}::uuid,
-                ${input.expiresAt ?? null}::timestamptz, ${input.idempotencyKey ?? null}::text, ${input.requestHash ?? null}::text,
-                ${input.policy ?? "at_least_once"}::text)
-        RETURNING ${DELIVERY_COLUMNS}`,
+      Prisma.sql`${insertDeliveries([{ ...input, id: input.id ?? randomUUID() }], Prisma.sql`true`)} RETURNING ${DELIVERY_COLUMNS}`,
     );
     return deliveryOf(row!);
   }
@@ -67,24 +61,7 @@ export class DeliveryRepository {
    */
   createPart(inputs: readonly (NewDelivery & { id: string; expiresAt: Date })[]): FencedPart {
     if (inputs.some((i) => i.idempotencyKey !== undefined)) throw new Error("a delivery with an idempotency key needs createOnce");
-    const rows = inputs.map((i) => ({
-      id: i.id,
-      target: i.target,
-      message: i.message,
-      source: i.source,
-      session_id: i.sessionId ?? null,
-      inbound_message_id: i.inboundMessageId ?? null,
-      run_id: i.runId ?? null,
-      expires_at: i.expiresAt.toISOString(),
-      policy: i.policy ?? "at_least_once",
-    }));
-    return (fence) => Prisma.sql`
-      INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, policy)
-      SELECT (d.elem->>'id')::uuid, d.elem->>'target', d.elem->'message', d.elem->>'source', (d.elem->>'session_id')::uuid,
-             (d.elem->>'inbound_message_id')::uuid, (d.elem->>'run_id')::uuid, (d.elem->>'expires_at')::timestamptz, d.elem->>'policy'
-        FROM jsonb_array_elements(${jsonbParam(rows)}::jsonb) WITH ORDINALITY AS d(elem, ord)
-       WHERE ${fence}
-       ORDER BY d.ord`;
+    return (fence) => insertDeliveries(inputs, fence);
   }
 
   /**
@@ -425,6 +402,35 @@ export type DeliveryClaim =
   | { kind: "wait"; waitMs: number }
   /** Another worker is sending it and has not been silent long enough to take it over: look again after `waitMs`. */
   | { kind: "busy"; waitMs: number };
+
+/**
+ * The INSERT of deliveries, rows only where `condition` holds, fed in the order given so
+ * that `seq` keeps it (the rows travel as one jsonb parameter: one statement text for any
+ * number of rows).
+ */
+function insertDeliveries(inputs: readonly (NewDelivery & { id: string })[], condition: Prisma.Sql): Prisma.Sql {
+  const rows = inputs.map((i) => ({
+    id: i.id,
+    target: i.target,
+    message: i.message,
+    source: i.source,
+    session_id: i.sessionId ?? null,
+    inbound_message_id: i.inboundMessageId ?? null,
+    run_id: i.runId ?? null,
+    expires_at: i.expiresAt?.toISOString() ?? null,
+    idempotency_key: i.idempotencyKey ?? null,
+    request_hash: i.requestHash ?? null,
+    policy: i.policy ?? "at_least_once",
+  }));
+  return Prisma.sql`
+    INSERT INTO deliveries (id, target, message, source, session_id, inbound_message_id, run_id, expires_at, idempotency_key, request_hash, policy)
+    SELECT (d.elem->>'id')::uuid, d.elem->>'target', d.elem->'message', d.elem->>'source', (d.elem->>'session_id')::uuid,
+           (d.elem->>'inbound_message_id')::uuid, (d.elem->>'run_id')::uuid, (d.elem->>'expires_at')::timestamptz,
+           d.elem->>'idempotency_key', d.elem->>'request_hash', d.elem->>'policy'
+      FROM jsonb_array_elements(${jsonbParam(rows)}::jsonb) WITH ORDINALITY AS d(elem, ord)
+     WHERE ${condition}
+     ORDER BY d.ord`;
+}
 
 /** A row as pg returns DELIVERY_COLUMNS: `seq` (bigint) as a string. */
 type PoolDelivery = Omit<Delivery, "seq"> & { seq: string };

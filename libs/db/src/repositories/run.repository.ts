@@ -2,6 +2,7 @@ import type pg from "pg";
 import { queryPrepared } from "../statements";
 import type { Chat, Session, Turn } from "../generated/prisma/client";
 import { inboundRecordOf, type InboundRecord } from "./inbound-message.repository";
+import { chatOf, sessionOf, type ChatJson, type SessionJson } from "./session.repository";
 
 /** What a run of a chat's lane reads before it calls the model. */
 export interface ChatRunRead {
@@ -57,28 +58,6 @@ export class RunRepository {
 }
 
 // Rows as row_to_json renders them: snake_case columns, instants as ISO strings.
-interface ChatJson {
-  address: string;
-  channel: string;
-  current_session_id: string | null;
-  display_name: string | null;
-  trigger_mode: string;
-  send_policy: string | null;
-  created_at: string;
-  updated_at: string;
-}
-interface SessionJson {
-  id: string;
-  lane_key: string;
-  chat_address: string | null;
-  channel: string | null;
-  parent_id: string | null;
-  title: string | null;
-  status: string;
-  settings: Session["settings"];
-  created_at: string;
-  last_activity_at: string;
-}
 interface InboundJson {
   id: string;
   channel: string;
@@ -98,30 +77,6 @@ interface TurnJson {
   run_id: string | null;
   created_at: string;
 }
-
-const chatOf = (c: ChatJson): Chat => ({
-  address: c.address,
-  channel: c.channel,
-  currentSessionId: c.current_session_id,
-  displayName: c.display_name,
-  triggerMode: c.trigger_mode,
-  sendPolicy: c.send_policy,
-  createdAt: new Date(c.created_at),
-  updatedAt: new Date(c.updated_at),
-});
-
-const sessionOf = (s: SessionJson): Session => ({
-  id: s.id,
-  laneKey: s.lane_key,
-  chatAddress: s.chat_address,
-  channel: s.channel,
-  parentId: s.parent_id,
-  title: s.title,
-  status: s.status,
-  settings: s.settings,
-  createdAt: new Date(s.created_at),
-  lastActivityAt: new Date(s.last_activity_at),
-});
 
 const turnOf = (t: TurnJson): Turn => ({
   id: t.id,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { TriggerMode } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
-import { Prisma, type Chat, type Session } from "../generated/prisma/client";
+import type { Chat, Session } from "../generated/prisma/client";
 
 const CHAT_LANE_PREFIX = "chat:";
 
@@ -11,13 +11,6 @@ export const laneKeyForChat = (chatAddress: string): string => `${CHAT_LANE_PREF
 /** The chat address a chat lane serves; null for lanes of sessions without a chat. */
 export const chatOfLane = (laneKey: string): string | null =>
   laneKey.startsWith(CHAT_LANE_PREFIX) ? laneKey.slice(CHAT_LANE_PREFIX.length) : null;
-
-/** A chat `c` and a session `s` as one row (ChatWithSession). */
-const CHAT_WITH_SESSION_COLUMNS = Prisma.raw(
-  `c.address, c.channel, c.current_session_id, c.display_name, c.trigger_mode, c.send_policy, c.created_at, c.updated_at,
-   s.id AS s_id, s.lane_key AS s_lane_key, s.chat_address AS s_chat_address, s.channel AS s_channel, s.parent_id AS s_parent_id,
-   s.title AS s_title, s.status AS s_status, s.settings AS s_settings, s.created_at AS s_created_at, s.last_activity_at AS s_last_activity_at`,
-);
 
 /** Chats and their sessions. */
 export class SessionRepository {
@@ -42,12 +35,12 @@ export class SessionRepository {
    * Callers run inside the chat's lane, so two runs never create competing sessions.
    */
   async resolve(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
-    // One statement (Prisma's `include` would be two): this runs for every message.
+    // One statement (Prisma's `include` would be two); a chat lane's run reads this with its messages (RunRepository).
     const [found] = await this.prisma.$queryRaw<ChatWithSession[]>`
-      SELECT ${CHAT_WITH_SESSION_COLUMNS}
+      SELECT row_to_json(c) AS chat, row_to_json(s) AS session
         FROM chats c JOIN sessions s ON s.id = c.current_session_id
        WHERE c.address = ${address}`;
-    if (found) return chatWithSessionOf(found);
+    if (found) return { chat: chatOf(found.chat), session: sessionOf(found.session) };
     return this.startChatSession(address, channel);
   }
 
@@ -69,9 +62,9 @@ export class SessionRepository {
         ON CONFLICT (address) DO UPDATE SET current_session_id = EXCLUDED.current_session_id, updated_at = now()
         RETURNING *
       )
-      SELECT ${CHAT_WITH_SESSION_COLUMNS} FROM c JOIN s ON true`;
+      SELECT row_to_json(c) AS chat, row_to_json(s) AS session FROM c JOIN s ON true`;
     if (!row) throw new Error(`chat ${address}: the first session was not created`);
-    return chatWithSessionOf(row);
+    return { chat: chatOf(row.chat), session: sessionOf(row.session) };
   }
 
   /**
@@ -158,51 +151,57 @@ export class SessionRepository {
   }
 }
 
-/** A chat row joined with its current session's row, as `resolve` reads it. */
+/** A chat and its current session, each as `row_to_json` renders it. */
 interface ChatWithSession {
+  chat: ChatJson;
+  session: SessionJson;
+}
+
+// Rows as row_to_json renders them: snake_case columns, instants as ISO strings.
+export interface ChatJson {
   address: string;
   channel: string;
   current_session_id: string | null;
   display_name: string | null;
   trigger_mode: string;
   send_policy: string | null;
-  created_at: Date;
-  updated_at: Date;
-  s_id: string;
-  s_lane_key: string;
-  s_chat_address: string | null;
-  s_channel: string | null;
-  s_parent_id: string | null;
-  s_title: string | null;
-  s_status: string;
-  s_settings: Session["settings"];
-  s_created_at: Date;
-  s_last_activity_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
-function chatWithSessionOf(found: ChatWithSession): { chat: Chat; session: Session } {
-  return {
-    chat: {
-      address: found.address,
-      channel: found.channel,
-      currentSessionId: found.current_session_id,
-      displayName: found.display_name,
-      triggerMode: found.trigger_mode,
-      sendPolicy: found.send_policy,
-      createdAt: found.created_at,
-      updatedAt: found.updated_at,
-    },
-    session: {
-      id: found.s_id,
-      laneKey: found.s_lane_key,
-      chatAddress: found.s_chat_address,
-      channel: found.s_channel,
-      parentId: found.s_parent_id,
-      title: found.s_title,
-      status: found.s_status,
-      settings: found.s_settings,
-      createdAt: found.s_created_at,
-      lastActivityAt: found.s_last_activity_at,
-    },
-  };
+export interface SessionJson {
+  id: string;
+  lane_key: string;
+  chat_address: string | null;
+  channel: string | null;
+  parent_id: string | null;
+  title: string | null;
+  status: string;
+  settings: Session["settings"];
+  created_at: string;
+  last_activity_at: string;
 }
+
+export const chatOf = (c: ChatJson): Chat => ({
+  address: c.address,
+  channel: c.channel,
+  currentSessionId: c.current_session_id,
+  displayName: c.display_name,
+  triggerMode: c.trigger_mode,
+  sendPolicy: c.send_policy,
+  createdAt: new Date(c.created_at),
+  updatedAt: new Date(c.updated_at),
+});
+
+export const sessionOf = (s: SessionJson): Session => ({
+  id: s.id,
+  laneKey: s.lane_key,
+  chatAddress: s.chat_address,
+  channel: s.channel,
+  parentId: s.parent_id,
+  title: s.title,
+  status: s.status,
+  settings: s.settings,
+  createdAt: new Date(s.created_at),
+  lastActivityAt: new Date(s.last_activity_at),
+});
