@@ -61,11 +61,13 @@ describe("tracing: one trace from a Telegram webhook to sendMessage", () => {
 
     await waitFor(async () => h.telegram.sent(CHAT_ID).length > 0, 30_000, "the reply");
     expect(String(h.telegram.sent(CHAT_ID)[0]!.params.text)).toContain("It is tea time.");
-    // The delivery span ends after the platform answered and the part was recorded.
+    // The delivery span ends after the platform answered and the part was recorded; the
+    // BullMQ consumer span around it ends a moment later, once the job is marked completed.
     const spans = await waitFor(async () => {
       const finished = exporter.getFinishedSpans();
-      return finished.some((s) => s.name === "delivery.send" && s.attributes["nahida.delivery.outcome"] === "sent") && finished;
-    }, 15_000, "the delivery span");
+      const sent = finished.find((s) => s.name === "delivery.send" && s.attributes["nahida.delivery.outcome"] === "sent");
+      return sent && finished.some((s) => s.spanContext().spanId === sent.parentSpanContext?.spanId) && finished;
+    }, 15_000, "the delivery span and the consumer span around it");
 
     const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
     const parentOf = (span: ReadableSpan) => byId.get(span.parentSpanContext?.spanId ?? "");
