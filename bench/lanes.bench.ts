@@ -30,7 +30,7 @@ const total = sessions * messages;
 const started = Date.now();
 for (let m = 1; m <= messages; m++) {
   await Promise.all(
-    Array.from({ length: sessions }, (_, s) => producer.append(`bench:private:${s}`, "event", `bench:private:${s}#${m}`)),
+    Array.from({ length: sessions }, (_, s) => producer.append(`bench:private:${s}`, { kind: "event", refId: `bench:private:${s}#${m}` })),
   );
 }
 const appendedMs = Date.now() - started;

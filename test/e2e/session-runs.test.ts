@@ -1,11 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { z } from "zod";
 import type { Redis } from "ioredis";
-import { defineTool } from "@nahida/agent-worker";
-import { createDatabase, type Database } from "@nahida/db";
+import { defineEffect, defineLaneKind, defineTool, EffectStage } from "@nahida/agent-worker";
+import { ok } from "@nahida/contracts";
+import { createDatabase, Prisma, type Database } from "@nahida/db";
 import { LaneProducer } from "@nahida/lanes";
 import { TypedQueue, createRedis } from "@nahida/queue";
+import { apiClient } from "../gateway/api-client";
 import { TEST_REDIS_URL, waitFor } from "../support/infra";
 import { sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { privateText } from "./telegram-fixtures";
@@ -22,6 +25,61 @@ const relayTool = defineTool({
   },
 });
 
+// The run core's extension seams (docs/run.md), from a module the run core does not know:
+// a lane item kind of its own, and two effect kinds of their own, one of which has a part
+// of the one-statement commit and one of which needs the transaction.
+
+/** Rows the test's effects write; created by the test in its own database. */
+const NOTES_DDL = "CREATE TABLE IF NOT EXISTS run_core_notes (ref text PRIMARY KEY, note text NOT NULL, path text NOT NULL)";
+
+/** Writes a note as a part of the one-statement commit; its transaction path must not be taken. */
+const notePart = defineEffect<{ ref: string; note: string }>({
+  name: "test_note_part",
+  stage: EffectStage.records,
+  async write() {
+    throw new Error("the one-statement commit was not taken for a run whose effects all have parts");
+  },
+  parts(values) {
+    return {
+      parts: values.map(
+        (v) => (fence: Prisma.Sql) =>
+          Prisma.sql`INSERT INTO run_core_notes (ref, note, path) SELECT ${v.ref}, ${v.note}, 'statement' WHERE ${fence}`,
+      ),
+    };
+  },
+});
+
+/** Writes a note in the fenced transaction only (no part): a run that emits it commits as a transaction. */
+const noteTx = defineEffect<{ ref: string; note: string }>({
+  name: "test_note_tx",
+  stage: EffectStage.records,
+  async write(values, tx) {
+    for (const v of values) await tx.$executeRaw`INSERT INTO run_core_notes (ref, note, path) VALUES (${v.ref}, ${v.note}, 'transaction')`;
+  },
+});
+
+/** A lane item kind whose ref is the note itself: `part:<text>` or `tx:<text>`. */
+const noteKind = defineLaneKind<{ path: "part" | "tx"; note: string }>({
+  kind: "test_note",
+  async load(refIds) {
+    return new Map(
+      refIds.map((ref) => {
+        const [path, note] = ref.split(":", 2) as ["part" | "tx", string];
+        return [ref, ok({ path, note })];
+      }),
+    );
+  },
+  async handle(items, run) {
+    for (const { refId, row } of items) {
+      if (row.path === "part") run.uow.emit(notePart, { ref: refId, note: `${row.note} in session ${run.scope.session.id}` });
+      else run.uow.emit(noteTx, { ref: refId, note: row.note });
+    }
+    run.answer({ text: `noted ${items.length}` }, { source: "agent", sessionId: run.sessionId });
+  },
+});
+
+const ADMIN = "nhd_session_runs_admin_token_0123456789ab";
+
 describe("session runs: typed lane items and the run's unit of work", () => {
   let h: Harness;
   let db: pg.Pool;
@@ -30,11 +88,12 @@ describe("session runs: typed lane items and the run's unit of work", () => {
   let lanes: TypedQueue<"lanes">;
 
   beforeAll(async () => {
-    h = await startHarness("session_runs", { LANE_LEASE_MS: "1000" }, { tools: [relayTool] });
+    h = await startHarness("session_runs", { LANE_LEASE_MS: "1000", NAHIDA_API_TOKEN: ADMIN }, { tools: [relayTool], laneKinds: [noteKind] });
     db = new pg.Pool({ connectionString: h.databaseUrl, max: 2 });
     database = createDatabase({ url: h.databaseUrl, poolSize: 2 });
     redis = createRedis({ url: TEST_REDIS_URL });
     lanes = new TypedQueue("lanes", { connection: redis, prefix: h.prefix });
+    await db.query(NOTES_DDL);
   });
   afterAll(async () => {
     await lanes?.close();
@@ -48,8 +107,8 @@ describe("session runs: typed lane items and the run's unit of work", () => {
     const chat = 300000001;
     const lane = `chat:telegram:private:${chat}`;
     const producer = new LaneProducer(database, lanes);
-    await producer.append(lane, "telepathy", "t-1");
-    await producer.append(lane, "subagent_result", "00000000-0000-4000-8000-0000000000e1");
+    await producer.append(lane, { kind: "telepathy", refId: "t-1" });
+    await producer.append(lane, { kind: "subagent_result", refId: "00000000-0000-4000-8000-0000000000e1" });
     const failed = await waitFor(async () => {
       const { rows } = await db.query("SELECT kind, status, error FROM lane_items WHERE lane_key = $1 ORDER BY seq", [lane]);
       return rows.length === 2 && rows.every((r) => r.status === "failed") ? rows : undefined;
@@ -109,5 +168,97 @@ describe("session runs: typed lane items and the run's unit of work", () => {
     expect(deliveries.rows).toEqual([{ run_id: committedRun, source: `agent:${committedRun}`, target: `telegram:private:${other}` }]);
     expect(h.telegram.sent(other)).toHaveLength(1);
     expect(h.telegram.sent(asker)).toHaveLength(1);
+  });
+
+  it("runs a lane item kind and effect kinds it was given, in one statement when every effect has a part", async () => {
+    const chat = 510000001;
+    const lane = `chat:telegram:private:${chat}`;
+    const producer = new LaneProducer(database, lanes);
+    await producer.append(lane, { kind: "test_note", refId: "part:first" });
+    const [answer] = await sentTo(h, chat, 1);
+    expect(answer!.params.text).toBe("noted 1");
+    const first = await db.query("SELECT note, path FROM run_core_notes WHERE ref = 'part:first'");
+    expect(first.rows).toEqual([{ note: expect.stringMatching(/^first in session [0-9a-f-]{36}$/), path: "statement" }]);
+
+    // An effect without a part: the same kind commits as a transaction, with the reply.
+    await producer.append(lane, { kind: "test_note", refId: "tx:second" });
+    const [, second] = await sentTo(h, chat, 2);
+    expect(second!.params.text).toBe("noted 1");
+    const rows = await db.query("SELECT ref, path FROM run_core_notes ORDER BY ref");
+    expect(rows.rows).toEqual([
+      { ref: "part:first", path: "statement" },
+      { ref: "tx:second", path: "transaction" },
+    ]);
+    const items = await db.query("SELECT status FROM lane_items WHERE lane_key = $1 AND kind = 'test_note'", [lane]);
+    expect(items.rows.map((r) => r.status)).toEqual(["done", "done"]);
+  });
+
+  it("a session without a chat runs its lane's event, and its answer lands in its output session, not in any chat", async () => {
+    const chat = 510000002;
+    h.telegram.pushUpdate(privateText(chat, "hi"));
+    await sentTo(h, chat, 1);
+    const parent = (await db.query<{ id: string }>("SELECT current_session_id AS id FROM chats WHERE address = $1", [`telegram:private:${chat}`])).rows[0]!.id;
+    const child = randomUUID();
+    await db.query("INSERT INTO sessions (id, lane_key, parent_id, title) VALUES ($1, $2, $3, 'a sub-agent')", [child, `session:${child}`, parent]);
+    const deliveriesBefore = (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries")).rows[0]!.n;
+
+    h.openai.onRequest((request) => (request.body.user === child ? { content: "The child's findings: 42." } : undefined));
+    const api = apiClient(h.nahida.gatewayAddress!, ADMIN);
+    const accepted = await api("POST", `/api/sessions/${child}/events`, { message: "Work out the answer.", mode: "enqueue" });
+    expect(accepted.status).toBe(202);
+
+    const landed = await waitFor(
+      async () =>
+        (await db.query("SELECT role, content, source, metadata FROM turns WHERE session_id = $1 AND role = 'event' AND content LIKE 'The child%'", [parent])).rows[0],
+      15_000,
+      "the child's answer in the parent session",
+    );
+    const run = (await db.query<{ id: string }>("SELECT id::text AS id FROM lane_runs WHERE lane_key = $1 AND status = 'succeeded'", [`session:${child}`])).rows[0]!;
+    expect(landed).toMatchObject({
+      role: "event",
+      content: "The child's findings: 42.",
+      source: `agent:${run.id}`,
+      metadata: { kind: "agent_event", mode: "record_only", from_session_id: child },
+    });
+    const event = await api("GET", `/api/sessions/${child}/events/${accepted.body.event_id}`);
+    expect(event.body).toMatchObject({ status: "done", reply: "The child's findings: 42." });
+    // The child's own history has the event and the answer; nothing went to any chat.
+    const childTurns = await db.query("SELECT role FROM turns WHERE session_id = $1 ORDER BY seq", [child]);
+    expect(childTurns.rows.map((r) => r.role)).toEqual(["event", "assistant"]);
+    expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries")).rows[0]!.n).toBe(deliveriesBefore);
+    expect(h.telegram.sent(chat)).toHaveLength(1);
+    expect(h.telegram.callsTo("sendChatAction")).toHaveLength(0);
+  });
+
+  it("refuses a platform message in a chatless session's lane, and a command there never runs", async () => {
+    const child = randomUUID();
+    await db.query("INSERT INTO sessions (id, lane_key, title) VALUES ($1, $2, 'orphan')", [child, `session:${child}`]);
+    const stored = await db.query<{ id: string }>(
+      `INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, sent_at, routed_at)
+       VALUES (gen_random_uuid(), 'telegram', 'stray:1', '1', 'telegram:private:7', $1, now(), now()) RETURNING id::text AS id`,
+      [
+        JSON.stringify({
+          message: {
+            messageId: "1",
+            channel: "telegram",
+            chat: "telegram:private:7",
+            sender: { id: "7", displayName: "Eve", label: "Eve", roles: [], isBot: false },
+            text: "/new",
+            attachments: [],
+            mentionsBot: false,
+            timestamp: "2026-12-01T00:00:00.000Z",
+          },
+          context: { timestamp: "2026-12-01T00:00:00.000Z", channel: "telegram", chatType: "private", senderLabel: "Eve", roles: [] },
+        }),
+      ],
+    );
+    await new LaneProducer(database, lanes).append(`session:${child}`, { kind: "inbound", refId: stored.rows[0]!.id });
+    const failed = await waitFor(
+      async () => (await db.query("SELECT status, error FROM lane_items WHERE lane_key = $1 AND status <> 'pending' AND status <> 'running'", [`session:${child}`])).rows[0],
+      10_000,
+      "the stray item to be refused",
+    );
+    expect(failed).toEqual({ status: "failed", error: `inbound message of chat telegram:private:7 is in the lane of session ${child}` });
+    expect((await db.query("SELECT count(*)::int AS n FROM sessions WHERE chat_address = 'telegram:private:7'")).rows[0].n).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
-import { LaneProducer } from "@nahida/lanes";
+import { LaneProducer, LaneStore } from "@nahida/lanes";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import {
   TEST_REDIS_URL,
@@ -64,11 +64,11 @@ describe("session lanes across worker processes", () => {
 
     // Half the lanes collect, half follow up one message per run.
     const lanes = Array.from({ length: SESSIONS }, (_, i) => `test:private:${i}`);
-    await Promise.all(lanes.filter((_, i) => i % 2 === 1).map((lane) => producer.setMode(lane, "followup")));
+    await Promise.all(lanes.filter((_, i) => i % 2 === 1).map((lane) => new LaneStore(t.db).setMode(lane, "followup")));
 
     const t0 = Date.now();
     for (let m = 1; m <= MESSAGES; m++) {
-      await Promise.all(lanes.map((lane) => producer.append(lane, "event", `${lane}#${m}`)));
+      await Promise.all(lanes.map((lane) => producer.append(lane, { kind: "event", refId: `${lane}#${m}` })));
     }
     const rows = await waitFor(
       async () => {
@@ -124,8 +124,8 @@ describe("session lanes across worker processes", () => {
     const [a, b] = await Promise.all([spawnTsProcess(WORKER, env), spawnTsProcess(WORKER, env)]);
     workers.push(a!, b!);
     const lane = "test:group:kill";
-    await producer.append(lane, "event", `${lane}#slow-1`);
-    await producer.append(lane, "event", `${lane}#after-2`);
+    await producer.append(lane, { kind: "event", refId: `${lane}#slow-1` });
+    await producer.append(lane, { kind: "event", refId: `${lane}#after-2` });
 
     const owner = await waitFor(
       async () => {

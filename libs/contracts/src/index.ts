@@ -13,3 +13,4 @@ export * from "./well-formed";
 export * from "./cron";
 export * from "./readiness";
 export * from "./cross-session";
+export * from "./turns";

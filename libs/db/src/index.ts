@@ -1,5 +1,6 @@
 export * from "./database";
 export * from "./statements";
+export * from "./lane-append";
 export * from "./database-url";
 export * from "./migrations/migration-runner";
 export { Prisma } from "./generated/prisma/client";

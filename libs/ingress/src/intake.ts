@@ -130,7 +130,7 @@ export function createIntake(options: IntakeOptions): Intake {
       stored = await options.inbound.store(
         {
           dedupeKey: `${clean.accountId}:${clean.dedupeKey}`,
-          // Keys were not scoped by account before this release.
+          // Shim, removed in 0.2.0: keys were not scoped by account before 0.1.0.
           legacyDedupeKey: clean.dedupeKey,
           message: checked.message,
           context: checked.context,

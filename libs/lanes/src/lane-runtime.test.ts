@@ -86,9 +86,9 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
   it("collect: messages that arrive during a run are handled together in the next run", async () => {
     const lane = "test:private:collect";
     const { started, release } = blockFirstRun();
-    await producer.append(lane, "event", "c1");
+    await producer.append(lane, { kind: "event", refId: "c1" });
     await started;
-    for (const ref of ["c2", "c3", "c4"]) await producer.append(lane, "event", ref);
+    for (const ref of ["c2", "c3", "c4"]) await producer.append(lane, { kind: "event", refId: ref });
     release();
     await waitFor(async () => runs.flatMap((r) => r.refs).length === 4, 10_000, "all four handled");
     expect(runs.map((r) => r.refs)).toEqual([["c1"], ["c2", "c3", "c4"]]);
@@ -96,11 +96,11 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
 
   it("followup: one run per message, in order", async () => {
     const lane = "test:private:followup";
-    await producer.setMode(lane, "followup");
+    await new LaneStore(t.db).setMode(lane, "followup");
     const { started, release } = blockFirstRun();
-    await producer.append(lane, "event", "f1");
+    await producer.append(lane, { kind: "event", refId: "f1" });
     await started;
-    for (const ref of ["f2", "f3"]) await producer.append(lane, "event", ref);
+    for (const ref of ["f2", "f3"]) await producer.append(lane, { kind: "event", refId: ref });
     release();
     await waitFor(async () => runs.length === 3, 10_000, "three runs");
     expect(runs.map((r) => r.refs)).toEqual([["f1"], ["f2"], ["f3"]]);
@@ -108,8 +108,8 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
 
   it("appending the same item twice keeps one item and one run", async () => {
     const lane = "test:private:dupe";
-    const a = await producer.append(lane, "event", "d1");
-    const b = await producer.append(lane, "event", "d1");
+    const a = await producer.append(lane, { kind: "event", refId: "d1" });
+    const b = await producer.append(lane, { kind: "event", refId: "d1" });
     expect(b).toEqual({ ...a, created: false });
     await waitFor(async () => runs.length === 1, 10_000, "one run");
     await new Promise((r) => setTimeout(r, 300));
@@ -129,7 +129,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
     };
     await t.db.prisma.session.create({ data: { laneKey: lane } });
-    await producer.append(lane, "event", "r1");
+    await producer.append(lane, { kind: "event", refId: "r1" });
     await waitFor(async () => runs.length === 1, 10_000, "the retry to succeed");
     expect(runs[0]!.attempts).toEqual([2]);
     expect(await t.db.prisma.turn.count({ where: { content: "r1" } })).toBe(1);
@@ -143,9 +143,9 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       if (run.items.some((i) => i.refId === "p1")) throw new Error("always fails");
       runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
     };
-    await producer.setMode(lane, "followup");
-    await producer.append(lane, "event", "p1");
-    await producer.append(lane, "event", "p2");
+    await new LaneStore(t.db).setMode(lane, "followup");
+    await producer.append(lane, { kind: "event", refId: "p1" });
+    await producer.append(lane, { kind: "event", refId: "p2" });
     await waitFor(async () => runs.length === 1, 15_000, "p2 to run");
     expect(runs[0]!.refs).toEqual(["p2"]);
     const p1 = await t.db.prisma.laneItem.findFirst({ where: { refId: "p1" } });
@@ -162,7 +162,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       }
       runs.push({ laneKey: run.laneKey, refs: run.items.map((i) => i.refId), attempts: run.items.map((i) => i.attempts) });
     };
-    await producer.append(lane, "event", "o1");
+    await producer.append(lane, { kind: "event", refId: "o1" });
     // The run that got through committed the item, as its first counted attempt.
     await waitFor(async () => (await t.db.prisma.laneItem.findFirst({ where: { refId: "o1" } }))?.status === "done", 20_000, "o1 to be done");
     expect(runs.filter((r) => r.laneKey === lane)).toEqual([{ laneKey: lane, refs: ["o1"], attempts: [1] }]);
@@ -171,7 +171,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
   it("a commit after the lease was taken over is refused and writes nothing", async () => {
     const store = new LaneStore(t.db);
     const lane = "test:private:fence";
-    await store.append(lane, "event", "x1");
+    await store.append(lane, { kind: "event", refId: "x1" });
     const lease = await store.tryClaim(lane, "old-worker", 50);
     expect(lease).not.toBeNull();
     await new Promise((r) => setTimeout(r, 100));
@@ -202,10 +202,10 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       if (second) run.reject(second.id, "not for this lane");
       await run.commitParts([(fence) => Prisma.sql`INSERT INTO lanes (key) SELECT ${`written-by-${run.runId}`} WHERE ${fence}`]);
     };
-    await producer.append(lane, "event", "q0");
+    await producer.append(lane, { kind: "event", refId: "q0" });
     await started;
-    await producer.append(lane, "event", "q1");
-    await producer.append(lane, "event", "q2");
+    await producer.append(lane, { kind: "event", refId: "q1" });
+    await producer.append(lane, { kind: "event", refId: "q2" });
     release();
     await waitFor(async () => (await t.db.prisma.laneItem.count({ where: { laneKey: lane, status: { in: ["done", "failed"] } } })) === 3, 10_000, "all three items to end");
     const items = await t.db.prisma.laneItem.findMany({ where: { laneKey: lane }, orderBy: { seq: "asc" } });
@@ -224,7 +224,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
   it("a one-statement commit that waited for the lane row and finds it taken over writes nothing", async () => {
     const store = new LaneStore(t.db);
     const lane = "test:private:fence-parts";
-    await store.append(lane, "event", "y1");
+    await store.append(lane, { kind: "event", refId: "y1" });
     const claimed = await store.claimAndStart(lane, "old-worker", 10_000, { workerId: "old-worker", maxBatchSize: 10, maxAttempts: 3 });
     const { lease, run } = claimed!;
     // A takeover holds the lane row while the commit starts, and changes the token.
@@ -266,7 +266,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     });
     stopping.start();
     try {
-      await new LaneProducer(t.db, otherQueue).append("test:private:shutdown", "event", "s1");
+      await new LaneProducer(t.db, otherQueue).append("test:private:shutdown", { kind: "event", refId: "s1" });
       await running;
       await stopping.close();
       const item = await t.db.prisma.laneItem.findFirst({ where: { refId: "s1" } });
@@ -294,7 +294,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       await waitFor(async () => run.signal.aborted, 5_000, "abort");
       await run.commit(async () => undefined);
     };
-    await producer.append(lane, "event", "a1");
+    await producer.append(lane, { kind: "event", refId: "a1" });
     await waitFor(async () => seen?.signal.aborted, 10_000, "the run to see the abort");
     await new Promise((r) => setTimeout(r, 200));
     const item = await t.db.prisma.laneItem.findFirst({ where: { refId: "a1" } });

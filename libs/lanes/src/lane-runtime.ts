@@ -16,11 +16,13 @@ import {
 } from "@nahida/observability";
 import { consumerReadiness, createConsumer, type Periodic, type TypedQueue } from "@nahida/queue";
 import { startLaneSweeper } from "./lane.sweeper";
-import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRow, type Lease } from "./lane.store";
+import { LaneStore, LeaseLostError, type AppendResult, type LaneDatabase, type LaneItemRef, type LaneItemRow, type Lease } from "./lane.store";
 
 export interface LaneRunContext {
   runId: string;
   laneKey: string;
+  /** How the lane takes its items, as the claim read it (`/queue` changes it for the next run). */
+  mode: LaneMode;
   /** The batch, in arrival order: one item in `followup` mode, all waiting ones in `collect`. */
   items: LaneItemRow[];
   /** Aborted when the lease is lost or the runtime shuts down; long work should stop. */
@@ -140,18 +142,14 @@ export class LaneProducer {
    * Appends and wakes. Pass `tx` to append inside the caller's transaction; then call
    * `wake` after that transaction commits (a wake before commit could find nothing).
    */
-  async append(laneKey: string, kind: string, refId: string, tx?: Tx): Promise<AppendResult> {
-    const result = await this.store.append(laneKey, kind, refId, tx);
+  async append(laneKey: string, item: LaneItemRef, tx?: Tx): Promise<AppendResult> {
+    const result = await this.store.append(laneKey, item, tx);
     if (!tx) await this.wake(laneKey);
     return result;
   }
 
   async wake(laneKey: string): Promise<void> {
     await wakeLane(this.wakeQueue, laneKey);
-  }
-
-  async setMode(laneKey: string, mode: LaneMode): Promise<void> {
-    await this.store.setMode(laneKey, mode);
   }
 }
 
@@ -430,6 +428,7 @@ export class LaneRuntime {
     const context: LaneRunContext = {
       runId,
       laneKey: lease.laneKey,
+      mode: lease.mode,
       items,
       signal: runSignal,
       commit: async (fn) => {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Prisma, queryPrepared, type Database, type FencedPart, type Tx } from "@nahida/db";
+import { Prisma, laneAppendCtes, poolRows, queryPrepared, type Database, type FencedPart, type Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
 import { currentTraceparent } from "@nahida/observability";
 
@@ -29,6 +29,12 @@ export interface Lease {
   laneKey: string;
   token: string;
   mode: LaneMode;
+}
+
+/** A lane item as stored: its kind and the row it points at (`encodeLaneItem` makes one of a contract's item). */
+export interface LaneItemRef {
+  kind: string;
+  refId: string;
 }
 
 export interface AppendResult {
@@ -74,28 +80,20 @@ export class LaneStore {
    * Appends an item to a lane, creating the lane on first use. Idempotent per (kind, refId).
    * The upsert locks the lane row, so sequence order equals commit order within a lane.
    * The active span is stored with the item: the run that takes it continues that trace.
+   * Producers encode the kinds of contracts with `encodeLaneItem`; the lanes store any kind.
    */
-  async append(laneKey: string, kind: string, refId: string, tx?: Tx): Promise<AppendResult> {
-    const insert = `
-      WITH lane AS (
-        INSERT INTO lanes (key, last_seq, updated_at) VALUES ($1, 1, now())
-        ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
-        RETURNING last_seq
-      )
-      INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, traceparent)
-      SELECT gen_random_uuid(), $1, lane.last_seq, $2, $3, $4 FROM lane
-      ON CONFLICT (kind, ref_id) DO NOTHING
-      RETURNING id::text AS id, seq`;
-    const select = "SELECT id::text AS id, seq FROM lane_items WHERE kind = $1 AND ref_id = $2";
-    const query = async (sql: string, params: unknown[]) =>
-      tx
-        ? tx.$queryRawUnsafe<{ id: string; seq: bigint }[]>(sql, ...params)
-        : (await this.pool.query<{ id: string; seq: string }>(sql, params)).rows.map((r) => ({ id: r.id, seq: BigInt(r.seq) }));
-    const inserted = await query(insert, [laneKey, kind, refId, currentTraceparent()]);
+  async append(laneKey: string, item: LaneItemRef, tx?: Tx): Promise<AppendResult> {
+    const insert = Prisma.sql`
+      WITH ${laneAppendCtes({ laneKey, kind: item.kind, refId: Prisma.sql`${item.refId}::text`, traceparent: currentTraceparent() })}
+      SELECT id, seq FROM item`;
+    const select = Prisma.sql`SELECT id::text AS id, seq FROM lane_items WHERE kind = ${item.kind} AND ref_id = ${item.refId}`;
+    const query = async (statement: Prisma.Sql) =>
+      tx ? tx.$queryRaw<{ id: string; seq: bigint }[]>(statement) : (await poolRows<{ id: string; seq: string }>(this.pool, statement)).map((r) => ({ id: r.id, seq: BigInt(r.seq) }));
+    const inserted = await query(insert);
     if (inserted[0]) return { itemId: inserted[0].id, seq: BigInt(inserted[0].seq), created: true };
-    const existing = await query(select, [kind, refId]);
+    const existing = await query(select);
     const row = existing[0];
-    if (!row) throw new Error(`lane item ${kind}/${refId} vanished during append`);
+    if (!row) throw new Error(`lane item ${item.kind}/${item.refId} vanished during append`);
     return { itemId: row.id, seq: BigInt(row.seq), created: false };
   }
 
@@ -419,10 +417,12 @@ export class LaneStore {
     return rows.map((r) => r.key);
   }
 
-  async setMode(laneKey: string, mode: LaneMode): Promise<void> {
-    await this.pool.query(
-      "INSERT INTO lanes (key, mode, updated_at) VALUES ($1, $2, now()) ON CONFLICT (key) DO UPDATE SET mode = EXCLUDED.mode, updated_at = now()",
-      [laneKey, mode],
-    );
+  /** Sets a lane's mode (`/queue`), creating the lane on first use; in the caller's transaction with `tx`. */
+  async setMode(laneKey: string, mode: LaneMode, tx?: Tx): Promise<void> {
+    const statement = Prisma.sql`
+      INSERT INTO lanes (key, mode, updated_at) VALUES (${laneKey}, ${mode}, now())
+      ON CONFLICT (key) DO UPDATE SET mode = EXCLUDED.mode, updated_at = now()`;
+    if (tx) await tx.$executeRaw(statement);
+    else await poolRows(this.pool, statement);
   }
 }

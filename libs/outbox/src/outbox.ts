@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { err, ok, parseChatAddress, type Clock, type DeliveryPolicy, type ErrorCode, type OutboundMessage, type Result } from "@nahida/contracts";
+import { err, ok, parseChatAddress, type Clock, type OutboundEventMetadata, type DeliveryPolicy, type ErrorCode, type OutboundMessage, type Result } from "@nahida/contracts";
 import type { Delivery, DeliveryRepository, FencedPart, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { TypedQueue } from "@nahida/queue";
 import { resolveWorkspacePath } from "@nahida/workspace";
@@ -162,7 +162,7 @@ export class Outbox {
             role: "event",
             content: request.message.text,
             source: request.source,
-            metadata: { kind: "outbound", delivery_id: sent.delivery.id, target: request.target, attachments: request.message.attachments },
+            metadata: { kind: "outbound", delivery_id: sent.delivery.id, target: request.target, attachments: request.message.attachments } satisfies OutboundEventMetadata,
             ...(request.runId ? { runId: request.runId } : {}),
           },
         ],

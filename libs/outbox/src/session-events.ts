@@ -1,4 +1,4 @@
-import { err, ok, type Result } from "@nahida/contracts";
+import { encodeLaneItem, err, ok, type AgentEventTurnMetadata, type LaneItemRef, type Result } from "@nahida/contracts";
 import type { NewSessionEvent, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { OutboxError } from "./outbox";
 
@@ -7,22 +7,13 @@ export interface SessionEventsOptions {
   sessions: SessionRepository;
   turns: TurnRepository;
   /** Appends a lane item in `tx` (`LaneStore.append`). */
-  appendToLane: (laneKey: string, kind: "agent_event", refId: string, tx: Tx) => Promise<unknown>;
+  appendToLane: (laneKey: string, item: LaneItemRef, tx: Tx) => Promise<unknown>;
   /** Wakes a lane after the commit that appended to it. */
   wake: (laneKey: string) => Promise<void>;
   transaction: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
 }
 
 /** The metadata of an agent event's turn in the target's history. */
-export interface AgentEventTurnMetadata {
-  kind: "agent_event";
-  event_id: string;
-  mode: NewSessionEvent["mode"];
-  depth: number;
-  from_session_id: string | null;
-  [key: string]: unknown;
-}
-
 export const agentEventMetadata = (event: NewSessionEvent): AgentEventTurnMetadata => ({
   kind: "agent_event",
   event_id: event.id,
@@ -52,7 +43,7 @@ export class SessionEvents {
     }
     // Under the sender's lane lock when a run sends: two runs enqueueing into each other's
     // lanes at the same instant can deadlock; Postgres breaks it and that run is retried.
-    await this.o.appendToLane(session.laneKey, "agent_event", event.id, tx);
+    await this.o.appendToLane(session.laneKey, encodeLaneItem({ kind: "agent_event", eventId: event.id }), tx);
     return ok({ wake: session.laneKey });
   }
 

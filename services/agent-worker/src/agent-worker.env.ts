@@ -17,7 +17,7 @@ export const agentWorkerEnvSchema = z.object({
   AGENT_COMMAND_TIMEOUT_MS: positiveMs.default(10_000),
   /** Sessions run at the same time in one agent-worker process. */
   AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
-  /** The old name of NAHIDA_LEASE_MS, still read when that is unset. */
+  /** The old name of NAHIDA_LEASE_MS, still read when that is unset. Shim: removed in 0.2.0. */
   LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).optional(),
   /** Which cron jobs the agent's cron tools reach: `chat` (the current chat's) or `all`. */
   AGENT_CRON_SCOPE: z.enum(["chat", "all"]).default("chat"),

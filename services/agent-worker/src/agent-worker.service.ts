@@ -1,12 +1,12 @@
-import type { Telemetry, Worker } from "bullmq";
+import type { Telemetry } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
 import { RunRepository, type Database, type Repositories } from "@nahida/db";
-import { LaneProducer, LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/lanes";
+import { LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
 import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
 import { SessionEvents, type Outbox } from "@nahida/outbox";
-import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
+import type { TypedQueue } from "@nahida/queue";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
 import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
@@ -19,9 +19,10 @@ import type { CommandContext } from "./commands/command-context";
 import { CommandRouter } from "./commands/command-router";
 import { createContextBuilder } from "./context/context-builder";
 import { createEnvelopeRenderer } from "./context/envelope";
-import { startInboundSweeper } from "./inbound/inbound.sweeper";
-import { createMessageReceivedHandler } from "./inbound/message-received.consumer";
-import { createSessionRunHandler } from "./run/session-run.handler";
+import { createAgentCaller } from "./run/agent-call";
+import { LaneKinds, builtinLaneKinds, type LaneKind } from "./run/kinds";
+import { createRunHandler } from "./run/run-handler";
+import { ScopeReader } from "./run/run-scope";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
@@ -42,7 +43,7 @@ export interface AgentWorkerOptions {
   /** Creates blocking / subscriber connections this service owns. */
   createConnection: (purpose: string) => Redis;
   prefix: string;
-  queues: { inbound: TypedQueue<"inbound">; lanes: TypedQueue<"lanes">; outbound: TypedQueue<"outbound"> };
+  queues: { lanes: TypedQueue<"lanes">; outbound: TypedQueue<"outbound"> };
   workerId: string;
   /** Null when no LLM is configured. */
   llm: LlmClient | null;
@@ -56,18 +57,21 @@ export interface AgentWorkerOptions {
   timings: RecoveryTimings;
   /** Tools beyond the built-in ones (a deployment's own). */
   tools?: ToolDefinition[];
+  /** Lane item kinds beyond the built-in ones (a deployment's own; docs/run.md). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
+  laneKinds?: LaneKind<any>[];
   /** On stop, how long running runs may finish before they are handed back to other workers. */
   shutdownGraceMs: number;
   logger: Logger;
-  /** Lane runs, and wait and handler times of the `lanes` and `inbound` queues. */
+  /** Lane runs, and wait and handler times of the `lanes` queue. */
   metrics?: { lanes: LaneMetrics; queue: QueueMetrics };
-  /** Continues the traces of `lanes` and `inbound` jobs (`createQueueTelemetry`); none when tracing is off. */
+  /** Continues the traces of `lanes` jobs (`createQueueTelemetry`); none when tracing is off. */
   telemetry?: Telemetry;
 }
 
 export interface RunningAgentWorker {
   lanes: LaneRuntime;
-  /** Ready while both its consumers run: inbound messages and lane wake-ups. */
+  /** Ready while its consumer of lane wake-ups runs. */
   readiness(): Readiness;
   stop(): Promise<void>;
 }
@@ -83,12 +87,10 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     events,
     sessions,
     turns,
-    appendToLane: (laneKey, kind, refId, tx) => laneStore.append(laneKey, kind, refId, tx),
+    appendToLane: (laneKey, item, tx) => laneStore.append(laneKey, item, tx),
     wake: (laneKey) => wakeLane(o.queues.lanes, laneKey),
     transaction: (fn) => o.db.prisma.$transaction(fn),
   });
-  const laneProducer = new LaneProducer(o.db, o.queues.lanes);
-  const abortChannel = laneInterruptChannel(o.prefix);
   const owned: Redis[] = [];
   const connection = (purpose: string) => {
     const redis = o.createConnection(purpose);
@@ -102,6 +104,36 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   tools.register(...sessionTools({ events, sessions, turns, visibility: o.sessionVisibility ?? "tree", maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH, logger }));
   tools.register(...(o.tools ?? []));
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
+  const model = o.llm?.model ?? null;
+  const kinds = new LaneKinds().register(
+    ...builtinLaneKinds({ inbound, cron, events, sessions, commands, cronJobs: o.cronJobs, redis: o.redis, prefix: o.prefix, model }),
+    ...(o.laneKinds ?? []),
+  );
+  const contextBuilder = createContextBuilder({
+    envelope: createEnvelopeRenderer({ timeZone: o.timeZone }),
+    ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
+    onUnreadableTurn: (turn, reason) => logger.error({ turnId: turn.id, role: turn.role, reason }, "a stored turn cannot be read; left out of the context"),
+  });
+  const handler = createRunHandler({
+    kinds,
+    scopes: new ScopeReader({ runs: new RunRepository(o.db.pool), sessions, historyTurns: o.historyTurns }),
+    agent: createAgentCaller({
+      runAgent: o.llm ? createAgentLoop({ llm: o.llm, tools, maxIterations: o.maxIterations }) : null,
+      contextBuilder,
+      outbound: o.queues.outbound,
+      redis: o.redis,
+      prefix: o.prefix,
+      maxAttempts: MAX_ATTEMPTS,
+      outbox: o.outbox,
+      cronJobs: o.cronJobs,
+      sessionEvents,
+    }),
+    effects: { outbox: o.outbox, sessions, turns, events, sessionEvents, cron, cronJobs: o.cronJobs, lanes: laneStore },
+    turns,
+    historyTurns: o.historyTurns,
+    clock: o.clock,
+    logger,
+  });
 
   const lanes = new LaneRuntime({
     db: o.db,
@@ -116,75 +148,21 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     logger,
     ...(o.metrics ? { metrics: o.metrics.lanes, queueMetrics: o.metrics.queue } : {}),
     ...(o.telemetry ? { telemetry: o.telemetry } : {}),
-    handler: createSessionRunHandler({
-      redis: o.redis,
-      prefix: o.prefix,
-      inbound,
-      runs: new RunRepository(o.db.pool),
-      sessions,
-      turns,
-      cron,
-      cronJobs: o.cronJobs,
-      outbox: o.outbox,
-      events,
-      sessionEvents,
-      outbound: o.queues.outbound,
-      commands,
-      contextBuilder: createContextBuilder({
-        envelope: createEnvelopeRenderer({ timeZone: o.timeZone }),
-        historyTurns: o.historyTurns,
-        ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
-      }),
-      runAgent: o.llm ? createAgentLoop({ llm: o.llm, tools, maxIterations: o.maxIterations }) : null,
-      model: o.llm?.model ?? null,
-      historyTurns: o.historyTurns,
-      maxAttempts: MAX_ATTEMPTS,
-      clock: o.clock,
-      logger,
-    }),
+    handler,
   });
 
+  // `/stop` reaches whichever worker runs the lane (the ingress publishes it, libs/ingress).
   const subscriber = connection("lanes-abort");
-  await subscriber.subscribe(abortChannel);
+  await subscriber.subscribe(laneInterruptChannel(o.prefix));
   subscriber.on("message", (_channel: string, laneKey: string) => {
     if (lanes.abortRun(laneKey)) logger.info({ laneKey }, "run stopped by /stop");
   });
-
-  const messageReceived = createMessageReceivedHandler({ inbound, sessions, lanes: laneProducer, redis: o.redis, abortChannel, commandPrefix: commands.prefix, clock: o.clock });
-  const inboundWorker: Worker = createConsumer(
-    "inbound",
-    { "message.received": messageReceived },
-    {
-      connection: connection("inbound-worker"),
-      prefix: o.prefix,
-      concurrency: o.concurrency,
-      lockDurationMs: o.timings.jobLockMs,
-      stalledIntervalMs: o.timings.stalledCheckMs,
-      onFailed: (job, error) => logger.warn({ jobId: job?.id, err: error.message }, "inbound job failed"),
-      onError: (error) => logger.error({ err: error.message }, "inbound worker error"),
-      ...(o.metrics ? { metrics: o.metrics.queue } : {}),
-      ...(o.telemetry ? { telemetry: o.telemetry } : {}),
-    },
-  );
   lanes.start();
-
-  const inboundSweep = startInboundSweeper({
-    inbound,
-    route: messageReceived,
-    logger,
-    intervalMs: o.timings.inboundSweepMs,
-    graceMs: o.timings.inboundGraceMs,
-  });
 
   return {
     lanes,
-    readiness() {
-      const inbound = consumerReadiness(inboundWorker, "inbound");
-      return inbound.ok ? lanes.readiness() : inbound;
-    },
+    readiness: () => lanes.readiness(),
     async stop() {
-      inboundSweep.stop();
-      await inboundWorker.close();
       await lanes.close();
       for (const redis of owned) redis.disconnect();
     },

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import { createOpenAiLlm, startAgentWorker, type ToolDefinition } from "@nahida/agent-worker";
+import { createOpenAiLlm, startAgentWorker, type AgentWorkerOptions, type ToolDefinition } from "@nahida/agent-worker";
 import { DEFAULT_LEASE_MS, recoveryTimings, systemClock, type Readiness } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox, SessionEvents } from "@nahida/outbox";
@@ -44,6 +44,8 @@ export interface RunningNahida {
 export interface NahidaExtensions {
   /** Agent tools beyond the built-in ones. */
   tools?: ToolDefinition[];
+  /** Lane item kinds beyond the built-in ones (docs/run.md). */
+  laneKinds?: AgentWorkerOptions["laneKinds"];
 }
 
 /** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
@@ -90,7 +92,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     events: repositories.events,
     sessions: repositories.sessions,
     turns: repositories.turns,
-    appendToLane: (laneKey, kind, refId, tx) => laneStore.append(laneKey, kind, refId, tx),
+    appendToLane: (laneKey, item, tx) => laneStore.append(laneKey, item, tx),
     wake: (laneKey) => wakeLane(queues.lanes, laneKey),
     transaction: (fn) => db.prisma.$transaction(fn),
   });
@@ -188,6 +190,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         concurrency: env.AGENT_CONCURRENCY,
         timings,
         ...(extensions.tools ? { tools: extensions.tools } : {}),
+        ...(extensions.laneKinds ? { laneKinds: extensions.laneKinds } : {}),
         // Half the shutdown budget for running runs; the rest for handing back and closing.
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),

@@ -1,4 +1,4 @@
-import { err, ok, parseChatAddress, workspaceAttachment, type OutboundMessage, type Result } from "@nahida/contracts";
+import { encodeLaneItem, err, ok, parseChatAddress, workspaceAttachment, type OutboundMessage, type Result } from "@nahida/contracts";
 import type { StoredCronJob } from "@nahida/cron";
 import { laneKeyForChat, type SessionRepository, type Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
@@ -94,7 +94,7 @@ export async function writeCronEffect(
       if (!address.ok) return err({ code: "target_refused", message: address.error.message });
       const laneKey = laneKeyOf(job, run.id)!;
       // The append locks the lane row, so the session below is created once per lane.
-      await o.lanes.append(laneKey, "scheduled_turn", run.id, tx);
+      await o.lanes.append(laneKey, encodeLaneItem({ kind: "scheduled_turn", cronRunId: run.id }), tx);
       let sessionId: string | null = null;
       if (payload.session !== "main") {
         const title = payload.session === "isolated" ? `cron ${row.name} @ ${run.slot.toISOString()}` : `cron session ${payload.session.slice("named:".length)}`;

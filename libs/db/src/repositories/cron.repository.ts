@@ -112,6 +112,20 @@ export class CronRepository {
     return { jobs, total };
   }
 
+  /**
+   * The target's jobs whose id starts with `idPrefix` (lower-case hex), at most `limit`: a
+   * caller asking for one sees whether the prefix is ambiguous without listing the rest.
+   */
+  async findByIdPrefix(target: string, idPrefix: string, limit: number): Promise<CronJob[]> {
+    const prefix = idPrefix.toLowerCase();
+    if (!/^[0-9a-f-]*$/.test(prefix)) return [];
+    const pattern = `${prefix}%`;
+    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
+      SELECT id::text AS id FROM cron_jobs WHERE target = ${target} AND id::text LIKE ${pattern} ORDER BY id LIMIT ${limit}`;
+    if (rows.length === 0) return [];
+    return this.prisma.cronJob.findMany({ where: { id: { in: rows.map((r) => r.id) } }, orderBy: { id: "asc" } });
+  }
+
   async update(id: string, patch: CronJobPatch, tx: Tx): Promise<CronJob> {
     const { schedule, payload, ...rest } = patch;
     return tx.cronJob.update({

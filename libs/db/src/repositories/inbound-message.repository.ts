@@ -1,6 +1,7 @@
-import type { InboundMessage as InboundMessageContract, MessageContext } from "@nahida/contracts";
+import type { InboundMessage as InboundMessageContract, LaneItemKind, MessageContext } from "@nahida/contracts";
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
+import { laneAppendCtes } from "../lane-append";
 import { poolRows } from "../statements";
 import { Prisma } from "../generated/prisma/client";
 
@@ -29,6 +30,8 @@ export interface InboundRecord {
   receivedAt: Date;
 }
 
+const INBOUND: LaneItemKind = "inbound";
+
 /** Normalized platform messages, stored before the platform is acknowledged. */
 export class InboundMessageRepository {
   private readonly prisma: PrismaClient;
@@ -51,7 +54,7 @@ export class InboundMessageRepository {
    * appends nothing. `legacyDedupeKey` is the key the same event had before keys carried
    * the account; a row stored under it within the last day (Telegram redelivers for at most
    * that long) counts as the same event, so a redelivery across the upgrade is not answered
-   * twice. The lookup uses the unique index. Drop it the release after.
+   * twice. The lookup uses the unique index. Shim: removed in 0.2.0.
    */
   async store(
     input: {
@@ -66,7 +69,7 @@ export class InboundMessageRepository {
     tx?: Tx,
   ): Promise<StoredInbound> {
     const { message } = input;
-    // `extra.command` is written too for one release, for agent workers of the previous version.
+    // Shim, removed in 0.2.0: `extra.command` is written too, for agent workers before 0.1.0.
     const body = { message, context: input.context, ...(message.command ? { extra: { command: message.command } } : {}) };
     const statement = Prisma.sql`
       WITH legacy AS (
@@ -86,20 +89,16 @@ export class InboundMessageRepository {
       ), trigger AS (
         -- A plain read (no lock): a chat seen for the first time answers mentions only.
         SELECT trigger_mode FROM chats WHERE address = ${message.chat}::text
-      ), lane AS (
-        INSERT INTO lanes (key, last_seq, updated_at)
-        SELECT ${lane.key}::text, 1, now() FROM inserted
-         WHERE inserted.created
+      ), ${laneAppendCtes({
+        laneKey: lane.key,
+        kind: INBOUND,
+        refId: Prisma.sql`inserted.id::text`,
+        traceparent: lane.traceparent ?? null,
+        from: Prisma.sql`inserted`,
+        when: Prisma.sql`inserted.created
            AND (${lane.append}::text = 'always'
-                OR (${lane.append}::text = 'if_trigger_always' AND EXISTS (SELECT 1 FROM trigger WHERE trigger_mode = 'always')))
-        ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
-        RETURNING last_seq
-      ), item AS (
-        INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, traceparent)
-        SELECT gen_random_uuid(), ${lane.key}::text, lane.last_seq, 'inbound', inserted.id::text, ${lane.traceparent ?? null}::text FROM lane, inserted
-        ON CONFLICT (kind, ref_id) DO NOTHING
-        RETURNING seq
-      ), chat AS (
+                OR (${lane.append}::text = 'if_trigger_always' AND EXISTS (SELECT 1 FROM trigger WHERE trigger_mode = 'always')))`,
+      })}, chat AS (
         -- Reads "item", so it runs after the lane row is locked: every writer takes lanes
         -- before chats (a run's commit does too), and two of them cannot deadlock.
         INSERT INTO chats (address, channel, display_name)
@@ -152,7 +151,7 @@ export class InboundMessageRepository {
 /** A stored row as the record runs read. */
 export function inboundRecordOf(row: { id: string; channel: string; chatAddress: string; message: unknown; receivedAt: Date }): InboundRecord {
   const body = row.message as StoredBody;
-  // Rows an ingress of the previous version wrote carry the command beside the message.
+  // Shim, removed in 0.2.0: rows an ingress before 0.1.0 wrote carry the command beside the message.
   const legacyCommand = body.message?.command === undefined ? body.extra?.command : undefined;
   return {
     id: row.id,

@@ -69,19 +69,18 @@ export class SessionRepository {
 
   /**
    * The session a lane's work goes to: for a chat lane the chat's current session (chat and
-   * session created on first contact). Null for a lane no session belongs to. Callers run
-   * inside the lane, so two runs never create competing sessions.
+   * session created on first contact); for any other lane its session (a cron job's
+   * isolated or named one talks to its chat without being the chat's current session; a
+   * session without a chat has `chat` null). Null for a lane no session belongs to. Callers
+   * run inside the lane, so two runs never create competing sessions.
    */
-  async resolveLane(laneKey: string): Promise<{ chat: Chat; session: Session } | null> {
+  async resolveLane(laneKey: string): Promise<{ chat: Chat | null; session: Session } | null> {
     const address = chatOfLane(laneKey);
-    // A chat lane: one primary-key read of the chat and its current session on the hot path.
     if (address !== null) return this.resolve(address, address.split(":", 1)[0]!);
-    // A session of its own lane (a cron job's isolated or named session): it talks to its
-    // chat without being the chat's current session.
     const session = await this.prisma.session.findFirst({ where: { laneKey }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
-    if (!session?.chatAddress || !session.channel) return null;
-    const chat = await this.ensureChat(session.chatAddress, session.channel, undefined);
-    return { chat, session };
+    if (!session) return null;
+    if (!session.chatAddress || !session.channel) return { chat: null, session };
+    return { chat: await this.ensureChat(session.chatAddress, session.channel, undefined), session };
   }
 
   /**

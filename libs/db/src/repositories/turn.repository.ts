@@ -1,8 +1,9 @@
+import type { TurnRole } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import { jsonbParam, type FencedPart } from "../statements";
 import { Prisma, type Turn } from "../generated/prisma/client";
 
-export type TurnRole = "user" | "assistant" | "tool" | "system" | "event";
+export type { TurnRole } from "@nahida/contracts";
 
 export interface NewTurn {
   role: TurnRole;

@@ -1,4 +1,4 @@
-import { TriggerMode } from "@nahida/contracts";
+import { LaneMode, TriggerMode } from "@nahida/contracts";
 import type { CommandDefinition } from "./command-router";
 import type { CommandContext } from "./command-context";
 
@@ -85,6 +85,26 @@ const trigger: Command = {
   },
 };
 
+const QUEUE_MODE_TEXT: Record<LaneMode, string> = {
+  collect: "messages that arrive while I work are answered together",
+  followup: "messages that arrive while I work are answered one by one",
+};
+
+const queue: Command = {
+  name: "queue",
+  description: "how messages sent while I work are answered: together (collect) or one by one (followup); group admins only in groups",
+  usage: "[collect|followup]",
+  handler: ({ context, args }) => {
+    if (args === "") return `Queue mode: ${context.queueMode} (${QUEUE_MODE_TEXT[context.queueMode]}). Use /queue collect or /queue followup.`;
+    const mode = LaneMode.safeParse(args);
+    if (!mode.success) return `Usage: /queue ${LaneMode.options.join("|")}`;
+    const refused = refuseUnlessGroupAdmin(context);
+    if (refused) return refused;
+    context.setQueueMode(mode.data);
+    return `Queue mode set to ${mode.data}: ${QUEUE_MODE_TEXT[mode.data]}.`;
+  },
+};
+
 const SEND_SETTINGS = { on: "allow", off: "deny", inherit: null } as const;
 
 const send: Command = {
@@ -145,4 +165,4 @@ const cron: Command = {
 };
 
 /** The built-in commands, matched before the agent. */
-export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger, send, cron];
+export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger, queue, send, cron];

@@ -1,4 +1,4 @@
-import type { ChatType, TriggerMode } from "@nahida/contracts";
+import type { ChatType, LaneMode, TriggerMode } from "@nahida/contracts";
 import type { CronJob } from "@nahida/db";
 
 /** This chat's cron jobs as `/cron` sees them; changes are made in the run's commit. */
@@ -28,6 +28,9 @@ export interface CommandContext {
   rotateSession(): string;
   clearHistory(): void;
   setTriggerMode(mode: TriggerMode): void;
+  /** How messages that arrive while the agent works are taken: together (`collect`) or one run each (`followup`). */
+  queueMode: LaneMode;
+  setQueueMode(mode: LaneMode): void;
   /** Whether agents of other sessions may send into this chat: its `/send` override (null: the policy decides). */
   sendOverride: "allow" | "deny" | null;
   setSendOverride(value: "allow" | "deny" | null): void;

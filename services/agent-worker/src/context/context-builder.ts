@@ -1,5 +1,13 @@
-import { MessageContext, type Attachment } from "@nahida/contracts";
-import type { ChatMessage, ToolCall } from "../agent/llm.client";
+import {
+  readTurn,
+  type AgentEventTurnMetadata,
+  type Attachment,
+  type CrossSessionMessageMetadata,
+  type EventTurnMetadata,
+  type ScheduledTurnMetadata,
+  type TypedTurn,
+} from "@nahida/contracts";
+import type { ChatMessage } from "../agent/llm.client";
 import { createWorkspacePromptReader } from "./workspace-files";
 import type { EnvelopeRenderer } from "./envelope";
 
@@ -15,47 +23,24 @@ export interface ContextBuilderOptions {
   envelope: EnvelopeRenderer;
   workspaceDir?: string;
   systemPrompt?: string;
-  /** Turns of history included before the new messages. */
-  historyTurns: number;
+  /** Told about every stored turn that cannot be read (unknown role, metadata of the wrong shape), with its reason. */
+  onUnreadableTurn?: (turn: { id?: string; role: string }, reason: string) => void;
 }
-
-/** What a user turn stores in `turns.metadata`; the envelope is rebuilt from it. */
-export interface UserTurnMetadata {
-  message_context: MessageContext;
-  message_id?: string;
-  attachments?: Attachment[];
-}
-
-/** What a cron job's scheduled event stores in `turns.metadata` (role `event`, source `cron:<job>`). */
-export interface ScheduledTurnMetadata {
-  kind: "scheduled_turn";
-  cron_job_id: string;
-  cron_run_id: string;
-  job_name: string;
-  /** The slot it fired for, ISO 8601 UTC. */
-  slot: string;
-}
-
-const isScheduledTurn = (metadata: Record<string, unknown>): boolean => metadata.kind === "scheduled_turn";
-const isAgentEvent = (metadata: Record<string, unknown>): boolean => metadata.kind === "agent_event";
-/** Events that speak to the model as a turn of their own (a window of history may start at one). */
-const isPromptEvent = (metadata: Record<string, unknown>): boolean => isScheduledTurn(metadata) || isAgentEvent(metadata);
 
 /**
  * The envelope of an event from another session or an operator: it goes in as a user-role
  * turn (the model is to act on it), labelled with where it came from, never as something
  * a person in the chat wrote.
  */
-function renderAgentEvent(metadata: Record<string, unknown>, source: string, content: string): string {
-  const from = typeof metadata.from_session_id === "string" ? ` | from session ${metadata.from_session_id}` : "";
+function renderAgentEvent(metadata: AgentEventTurnMetadata, source: string, content: string): string {
+  const from = metadata.from_session_id !== null ? ` | from session ${metadata.from_session_id}` : "";
   const label = source.replace(/[\r\n\]|]/g, " ").slice(0, 100);
   return `[event from ${label}${from} | ${metadata.mode === "record_only" ? "for your information" : "asks for a turn"} | not a message from a user]\n${content}`;
 }
 
 /** A message the agent of another session sent into this chat (`message` with delivery `record`). */
-function renderCrossSessionMessage(metadata: Record<string, unknown>, source: string, content: string): string {
-  const from = typeof metadata.from_session_id === "string" ? `session ${metadata.from_session_id}` : source;
-  return `[sent into this chat by the agent of ${from}]\n${content}`;
+function renderCrossSessionMessage(metadata: CrossSessionMessageMetadata, content: string): string {
+  return `[sent into this chat by the agent of session ${metadata.from_session_id}]\n${content}`;
 }
 
 /**
@@ -63,10 +48,13 @@ function renderCrossSessionMessage(metadata: Record<string, unknown>, source: st
  * it goes in as one, but names itself as a scheduled task so the model never takes it for
  * something a person in the chat wrote.
  */
-function renderScheduledTurn(metadata: Record<string, unknown>, prompt: string): string {
-  const name = String(metadata.job_name ?? "").replace(/[\r\n\]|]/g, " ").slice(0, 100);
-  return `[scheduled task "${name}" | slot ${String(metadata.slot ?? "")} | not a message from a user]\n${prompt}`;
+function renderScheduledTurn(metadata: ScheduledTurnMetadata, prompt: string): string {
+  const name = metadata.job_name.replace(/[\r\n\]|]/g, " ").slice(0, 100);
+  return `[scheduled task "${name}" | slot ${metadata.slot} | not a message from a user]\n${prompt}`;
 }
+
+/** Events that speak to the model as a turn of their own (a window of history may start at one). */
+const isPromptEvent = (turn: TypedTurn): boolean => turn.role === "event" && (turn.metadata.kind === "scheduled_turn" || turn.metadata.kind === "agent_event");
 
 function attachmentMarkers(attachments: Attachment[] | undefined): string {
   if (!attachments?.length) return "";
@@ -112,6 +100,7 @@ export function keepToolResultsAdjacent(messages: ChatMessage[]): ChatMessage[] 
 
 /** The stored fields a turn is rendered from. */
 export interface RenderableTurn {
+  id?: string;
   role: string;
   content: string;
   metadata: unknown;
@@ -126,43 +115,68 @@ export interface RenderableTurn {
  */
 export function createContextBuilder(options: ContextBuilderOptions) {
   const readPromptFiles = createWorkspacePromptReader({ cacheMs: 5_000 });
-  function renderTurn(turn: RenderableTurn): ChatMessage | null {
-    const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
+  function renderTurn(stored: RenderableTurn, turn: TypedTurn): ChatMessage {
     switch (turn.role) {
       case "user": {
-        const context = MessageContext.safeParse(metadata.message_context);
-        const text = `${turn.content}${attachmentMarkers(metadata.attachments as Attachment[] | undefined)}`;
-        return { role: "user", content: context.success ? options.envelope.renderUserTurn(context.data, text) : text };
+        const text = `${stored.content}${attachmentMarkers(turn.metadata.attachments)}`;
+        const context = turn.metadata.message_context;
+        return { role: "user", content: context ? options.envelope.renderUserTurn(context, text) : text };
       }
       case "assistant": {
-        const toolCalls = metadata.tool_calls as ToolCall[] | undefined;
+        const toolCalls = turn.metadata.tool_calls;
         return toolCalls?.length
-          ? { role: "assistant", content: turn.content || null, tool_calls: toolCalls }
-          : { role: "assistant", content: turn.content };
+          ? { role: "assistant", content: stored.content || null, tool_calls: toolCalls }
+          : { role: "assistant", content: stored.content };
       }
       case "tool":
-        return { role: "tool", tool_call_id: String(metadata.tool_call_id ?? ""), content: turn.content };
-      case "event":
-        if (isScheduledTurn(metadata)) return { role: "user", content: renderScheduledTurn(metadata, turn.content) };
-        if (isAgentEvent(metadata)) return { role: "user", content: renderAgentEvent(metadata, turn.source ?? "", turn.content) };
-        if (metadata.kind === "cross_session_message") return { role: "system", content: renderCrossSessionMessage(metadata, turn.source ?? "", turn.content) };
-        return { role: "system", content: turn.content };
+        return { role: "tool", tool_call_id: turn.metadata.tool_call_id, content: stored.content };
       case "system":
-        return { role: "system", content: turn.content };
-      default:
-        return null;
+        return { role: "system", content: stored.content };
+      case "event":
+        return renderEvent(turn.metadata, stored);
+      default: {
+        const unreachable: never = turn;
+        throw new Error(`unhandled turn ${JSON.stringify(unreachable)}`);
+      }
     }
   }
 
+  function renderEvent(metadata: EventTurnMetadata, stored: RenderableTurn): ChatMessage {
+    switch (metadata.kind) {
+      case "scheduled_turn":
+        return { role: "user", content: renderScheduledTurn(metadata, stored.content) };
+      case "agent_event":
+        return { role: "user", content: renderAgentEvent(metadata, stored.source ?? "", stored.content) };
+      case "cross_session_message":
+        return { role: "system", content: renderCrossSessionMessage(metadata, stored.content) };
+      case "outbound":
+        return { role: "system", content: stored.content };
+      default: {
+        const unreachable: never = metadata;
+        throw new Error(`unhandled event ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  /** Stored turns read once; one that cannot be read is left out and reported with its reason. */
+  function read(turns: RenderableTurn[]): { stored: RenderableTurn; turn: TypedTurn }[] {
+    return turns.flatMap((stored) => {
+      const turn = readTurn(stored);
+      if (turn.ok) return [{ stored, turn: turn.value }];
+      options.onUnreadableTurn?.({ ...(stored.id ? { id: stored.id } : {}), role: stored.role }, turn.error);
+      return [];
+    });
+  }
+
   return {
-    renderTurn,
     async build(history: RenderableTurn[], fresh: RenderableTurn[]): Promise<ChatMessage[]> {
       const files = await readPromptFiles(options.workspaceDir);
       const system = [options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, ...files.map((f) => `## ${f.name}\n${f.content}`)].join("\n\n");
+      const past = read(history);
       // A window that starts inside a tool exchange would be rejected by the API.
-      const firstUser = history.findIndex((t) => t.role === "user" || (t.role === "event" && isPromptEvent((t.metadata ?? {}) as Record<string, unknown>)));
-      const window = firstUser === -1 ? [] : history.slice(firstUser);
-      const rendered = [...window, ...fresh].map(renderTurn).filter((m): m is ChatMessage => m !== null);
+      const firstUser = past.findIndex(({ turn }) => turn.role === "user" || isPromptEvent(turn));
+      const window = firstUser === -1 ? [] : past.slice(firstUser);
+      const rendered = [...window, ...read(fresh)].map(({ stored, turn }) => renderTurn(stored, turn));
       return [{ role: "system", content: system }, ...keepToolResultsAdjacent(rendered)];
     },
   };

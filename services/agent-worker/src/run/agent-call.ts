@@ -1,0 +1,121 @@
+import type { Redis } from "ioredis";
+import type { NewTurn } from "@nahida/db";
+import { RunStoppedError } from "@nahida/lanes";
+import type { TypedQueue } from "@nahida/queue";
+import type { AgentLoopResult, RunAgent } from "../agent/agent-loop";
+import { applyReplySignals } from "../agent/reply-signals";
+import type { ContextBuilder } from "../context/context-builder";
+import type { Run } from "./run";
+import { createToolOutbox, type ToolOutboxOptions } from "./tool-outbox";
+import { showTyping } from "./typing";
+
+/**
+ * What an agent call came to:
+ * - `text`: the answer to send (after the reply signals);
+ * - `silent`: nothing to send (stopped by `/stop`, or the model suppressed its reply);
+ * - `failed`: the model could not be reached on the items' last attempt (answer with an apology);
+ * - `no_llm`: no language model is configured.
+ */
+export type AgentAnswer = { kind: "text"; text: string } | { kind: "silent" } | { kind: "failed" } | { kind: "no_llm" };
+
+/** Appends `prompt` to the session and runs the agent over its history and the run's new turns. */
+export type AgentCaller = (run: Run, sessionId: string, prompt: NewTurn[], eventDepth: number) => Promise<AgentAnswer>;
+
+export interface AgentCallerOptions extends ToolOutboxOptions {
+  /** Null when no LLM is configured: commands still work, the rest is answered with a hint. */
+  runAgent: RunAgent | null;
+  contextBuilder: ContextBuilder;
+  /** For the best-effort "typing…" indicator, which has no row. */
+  outbound: TypedQueue<"outbound">;
+  /** Marks a run `/stop` stopped, for the `/stop` that follows ({@link stoppedKey}). */
+  redis: Redis;
+  prefix: string;
+  /** The lane's attempt limit; on the last attempt an LLM failure is answered, not retried. */
+  maxAttempts: number;
+}
+
+/** Key marking that a lane's run was stopped, read by the `/stop` that caused it. */
+export const stoppedKey = (prefix: string, laneKey: string) => `${prefix}:lanes:stopped:${laneKey}`;
+
+const STOPPED_MARK_MS = 10 * 60_000;
+
+/**
+ * The one agent call every kind uses: the prompt turns join the session, the model sees the
+ * history and every turn this run added, the tools' effects join the run only if the call
+ * returned, and what the model did is stored as turns.
+ */
+export function createAgentCaller(o: AgentCallerOptions): AgentCaller {
+  return async function callAgent(run, sessionId, prompt, eventDepth) {
+    const earlier = run.pendingTurns(sessionId);
+    run.appendTurns(sessionId, prompt);
+    if (!o.runAgent) return { kind: "no_llm" };
+    const messages = await o.contextBuilder.build(
+      await run.history(sessionId),
+      [...earlier, ...prompt].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {}, ...(t.source ? { source: t.source } : {}) })),
+    );
+    if (run.lane.signal.reason instanceof RunStoppedError) return { kind: "silent" };
+    const result = await invoke(o, run, sessionId, messages, eventDepth);
+    if (result.kind !== "result") return result;
+    return record(run, sessionId, result.value);
+  };
+}
+
+/** The agent loop under "typing…", its tools' effects held until it returned. */
+async function invoke(
+  o: AgentCallerOptions,
+  run: Run,
+  sessionId: string,
+  messages: Awaited<ReturnType<ContextBuilder["build"]>>,
+  eventDepth: number,
+): Promise<{ kind: "result"; value: AgentLoopResult } | Exclude<AgentAnswer, { kind: "text" }>> {
+  const held = run.uow.hold();
+  const chat = run.scope.chat;
+  const stopTyping = chat ? showTyping(o.outbound, chat.address) : () => undefined;
+  try {
+    const value = await o.runAgent!(messages, {
+      sessionId,
+      chatAddress: chat?.address ?? null,
+      runId: run.id,
+      laneKey: run.lane.laneKey,
+      eventDepth,
+      subagent: (sessionId === run.scope.session.id ? run.scope.session.parentId : null) !== null,
+      signal: run.lane.signal,
+      user: sessionId,
+      outbox: createToolOutbox(o, run, sessionId, held),
+    });
+    held.keep();
+    return { kind: "result", value };
+  } catch (error) {
+    const signal = run.lane.signal;
+    if (signal.reason instanceof RunStoppedError) {
+      // `/stop`: keep what was said, send nothing, and tell the /stop that follows.
+      await o.redis.set(stoppedKey(o.prefix, run.lane.laneKey), run.id, "PX", STOPPED_MARK_MS);
+      return { kind: "silent" };
+    }
+    if (signal.aborted || !run.lane.items.some((i) => i.attempts >= o.maxAttempts)) throw error;
+    run.logger.error({ err: (error as Error).message, laneKey: run.lane.laneKey }, "LLM failed on the last attempt");
+    return { kind: "failed" };
+  } finally {
+    stopTyping();
+  }
+}
+
+/** Stores the loop's tool traffic and its final text; the text after the reply signals. */
+function record(run: Run, sessionId: string, result: AgentLoopResult): AgentAnswer {
+  run.appendTurns(
+    sessionId,
+    result.turns.map((turn) =>
+      turn.role === "assistant"
+        ? { role: "assistant", content: turn.content, metadata: { tool_calls: turn.toolCalls }, source: "agent" }
+        : { role: "tool", content: turn.content, metadata: { tool_call_id: turn.toolCallId, name: turn.name }, source: "agent" },
+    ),
+  );
+  const finalText = result.finalText ?? `I stopped after ${result.iterations} steps without finishing. Please ask again or narrow the request.`;
+  const decision = applyReplySignals(finalText);
+  if (decision.action === "suppress") {
+    run.logger.debug({ laneKey: run.lane.laneKey, reason: decision.reason }, "reply suppressed");
+    return { kind: "silent" };
+  }
+  run.appendTurns(sessionId, [{ role: "assistant", content: decision.text, source: "agent" }]);
+  return { kind: "text", text: decision.text };
+}

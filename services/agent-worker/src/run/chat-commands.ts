@@ -1,0 +1,73 @@
+import type { Redis } from "ioredis";
+import type { CronJobs } from "@nahida/cron";
+import type { CronRepository, InboundRecord } from "@nahida/db";
+import { stoppedKey } from "./agent-call";
+import type { ChatCronJobs, CommandContext } from "../commands/command-context";
+import type { CommandRouter } from "../commands/command-router";
+import { cronWriteEffect } from "./effects/cron-write.effect";
+import type { Run } from "./run";
+
+export interface ChatCommandsOptions {
+  commands: CommandRouter<CommandContext>;
+  /** Reads the chat's cron jobs for `/cron`. */
+  cron: CronRepository;
+  /** Checks the changes `/cron` makes; they are written in the run's commit. */
+  cronJobs: CronJobs;
+  /** Reads the mark a stopped run left (`/stop`). */
+  redis: Redis;
+  prefix: string;
+  model: string | null;
+}
+
+/** Jobs `/cron list` shows. */
+const CRON_LIST_LIMIT = 50;
+
+/** `/cron` over the run's chat: reads now, changes in the commit. */
+function chatCron(o: ChatCommandsOptions, run: Run, chatAddress: string): ChatCronJobs {
+  return {
+    list: async () => (await o.cron.list({ target: chatAddress, limit: CRON_LIST_LIMIT, offset: 0 })).jobs,
+    find: async (idOrPrefix) => {
+      if (idOrPrefix.length < 4) return null;
+      const matches = await o.cron.findByIdPrefix(chatAddress, idOrPrefix, 2);
+      return matches.length === 1 ? matches[0]! : null;
+    },
+    remove: async (jobId) => {
+      const checked = await o.cronJobs.checkDelete(jobId);
+      if (!checked.ok) return checked.error.message;
+      run.uow.emit(cronWriteEffect, { kind: "delete", jobId });
+      return null;
+    },
+    setEnabled: async (jobId, enabled) => {
+      const checked = await o.cronJobs.checkUpdate(jobId, { enabled });
+      if (!checked.ok) return checked.error.message;
+      run.uow.emit(cronWriteEffect, { kind: "update", jobId, request: { enabled } });
+      return null;
+    },
+  };
+}
+
+/** What a command sent in the run's chat sees and changes; every change goes into the run's unit of work. */
+export function commandContext(o: ChatCommandsOptions, run: Run, record: InboundRecord): CommandContext {
+  const chat = run.scope.chat;
+  if (!chat) throw new Error(`a command reached session ${run.scope.session.id}, which has no chat`);
+  return {
+    chatAddress: chat.address,
+    chatType: chat.type,
+    channel: chat.channel,
+    sessionId: run.sessionId,
+    triggerMode: run.triggerMode,
+    queueMode: run.queueMode,
+    senderRoles: record.message.sender.roles,
+    model: o.model,
+    turnCount: () => run.turnCount(run.sessionId),
+    rotateSession: () => run.rotateSession(),
+    clearHistory: () => run.clearHistory(run.sessionId),
+    setTriggerMode: (value) => run.changeSetting({ setting: "trigger_mode", value }),
+    sendOverride: run.sendOverride,
+    setSendOverride: (value) => run.changeSetting({ setting: "send_override", value }),
+    setQueueMode: (value) => run.changeSetting({ setting: "queue_mode", value }),
+    consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.lane.laneKey))) !== null,
+    commandList: () => o.commands.list(),
+    cron: chatCron(o, run, chat.address),
+  };
+}

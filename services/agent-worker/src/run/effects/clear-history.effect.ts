@@ -1,0 +1,10 @@
+import { EffectStage, defineEffect } from "./effect";
+
+/** `/reset`: the session's stored turns are deleted before this run's own turns go in. */
+export const clearHistoryEffect = defineEffect<{ sessionId: string }>({
+  name: "clear_history",
+  stage: EffectStage.sessions,
+  async write(values, tx, env) {
+    for (const { sessionId } of values) await env.turns.clear(sessionId, tx);
+  },
+});

@@ -1,0 +1,59 @@
+import { err, ok } from "@nahida/contracts";
+import type { SessionEvent, SessionEventRepository, SessionRepository } from "@nahida/db";
+import { RunStoppedError } from "@nahida/lanes";
+import { agentEventMetadata } from "@nahida/outbox";
+import { finishEventEffect } from "../effects/finish-event.effect";
+import type { Run } from "../run";
+import { defineLaneKind, type KindItem } from "./lane-kind";
+
+const NO_LLM = "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)";
+
+export interface AgentEventKindOptions {
+  events: SessionEventRepository;
+  sessions: SessionRepository;
+}
+
+/**
+ * An event another session (or an operator) put into this lane: stored as an event turn
+ * (source `agent:<run>` or `api:<token>`, never a user turn), shown to the model in its own
+ * envelope, answered to the run's output, and the answer recorded on the event so the
+ * sender can read it.
+ */
+export function agentEventKind(o: AgentEventKindOptions) {
+  /** The session the event is answered in: the chat's current one, or an older session of this lane that the sender named. */
+  async function sessionOf(run: Run, item: KindItem<SessionEvent>): Promise<string | null> {
+    const event = item.row;
+    if (event.sessionId === run.sessionId) return event.sessionId;
+    const named = await o.sessions.get(event.sessionId);
+    if (named && named.laneKey === run.lane.laneKey) return named.id;
+    run.reject(item.itemId, `agent event ${event.id} is for session ${event.sessionId}, which is not in lane ${run.lane.laneKey}`);
+    return null;
+  }
+
+  async function answerEvent(run: Run, item: KindItem<SessionEvent>): Promise<void> {
+    const event = item.row;
+    const sessionId = await sessionOf(run, item);
+    if (sessionId === null) return;
+    const turn = { role: "event" as const, content: event.content, source: event.source, metadata: agentEventMetadata({ ...event, mode: "enqueue" }) };
+    const answer = await run.callAgent(sessionId, [turn], event.depth);
+    const finish = (status: "done" | "failed", reply: string | null, error: string | null) => run.uow.emit(finishEventEffect, { eventId: event.id, status, reply, error });
+    if (answer.kind === "no_llm") return finish("failed", null, NO_LLM);
+    if (answer.kind === "failed") return finish("failed", null, "the language model could not be reached");
+    if (run.lane.signal.reason instanceof RunStoppedError) return finish("failed", null, "the turn was stopped (/stop)");
+    const text = answer.kind === "text" ? answer.text : null;
+    if (text !== null) run.answer({ text }, { source: "agent", sessionId });
+    finish("done", text, null);
+  }
+
+  return defineLaneKind<SessionEvent>({
+    kind: "agent_event",
+    async load(refIds) {
+      const events = new Map((await o.events.getMany(refIds)).map((e) => [e.id, e]));
+      // An event's session deleted since takes the event with it.
+      return new Map(refIds.map((id) => [id, events.has(id) ? ok(events.get(id)!) : err(`agent event ${id} does not exist (its session was deleted)`)]));
+    },
+    async handle(items, run) {
+      for (const item of items) await answerEvent(run, item);
+    },
+  });
+}

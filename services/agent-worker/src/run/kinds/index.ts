@@ -1,0 +1,19 @@
+import type { CronRepository, SessionEventRepository, SessionRepository } from "@nahida/db";
+import { agentEventKind } from "./agent-event.kind";
+import { inboundKind, type InboundKindOptions } from "./inbound.kind";
+import type { LaneKind } from "./lane-kind";
+import { scheduledTurnKind } from "./scheduled-turn.kind";
+
+export { defineLaneKind, LaneKinds, type KindItem, type LaneKind } from "./lane-kind";
+
+export interface BuiltinKindsOptions extends InboundKindOptions {
+  cron: CronRepository;
+  events: SessionEventRepository;
+  sessions: SessionRepository;
+}
+
+/** The lane item kinds of contracts this worker handles (`subagent_result` comes with sub-agents). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
+export function builtinLaneKinds(o: BuiltinKindsOptions): LaneKind<any>[] {
+  return [inboundKind(o), agentEventKind(o), scheduledTurnKind(o)];
+}
