@@ -164,7 +164,7 @@ async function main(): Promise<void> {
   const openai = await startFakeOpenAI();
   cleanups.push(() => openai.close());
   const tracker = new ReplyTracker(telegram, openai);
-  const queueCounter = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix, queues: ["inbound", "lanes", "outbound"] });
+  const queueCounter = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix, queues: ["lanes", "outbound"] });
   cleanups.push(() => queueCounter.close());
 
   const webhookPort = await freePort();

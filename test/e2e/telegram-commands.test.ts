@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { waitFor } from "../support/infra";
+import { deliveriesTo, ledgerSettled } from "../support/ledger";
 import { privateText } from "./telegram-fixtures";
 
 describe("built-in commands end to end", () => {
@@ -88,6 +89,36 @@ describe("built-in commands end to end", () => {
     const [, , , answer] = await sentTo(h, group, 4);
     expect(answer!.params.text).toBe("I hear you.");
   });
+
+  it("/queue followup answers messages sent while the agent works one by one, in runs of their own; in groups only admins set it", async () => {
+    const group = -100400000004;
+    h.telegram.pushUpdate({ message: { message_id: 300, from: { id: 2, is_bot: false, first_name: "Eve" }, chat: { id: group, title: "G", type: "group" }, date: 1778400300, text: "/queue followup" } });
+    const [refused] = await sentTo(h, group, 1);
+    expect(refused!.params.text).toBe("Only group admins can do that here.");
+
+    const chat = 400000006;
+    const lane = `chat:telegram:private:${chat}`;
+    h.telegram.pushUpdate(privateText(chat, "/queue"));
+    const [shown] = await sentTo(h, chat, 1);
+    expect(shown!.params.text).toMatch(/^Queue mode: collect \(/);
+    h.telegram.pushUpdate(privateText(chat, "/queue followup"));
+    const [, set] = await sentTo(h, chat, 2);
+    expect(set!.params.text).toBe("Queue mode set to followup: messages that arrive while I work are answered one by one.");
+    expect((await db.query("SELECT mode FROM lanes WHERE key = $1", [lane])).rows[0].mode).toBe("followup");
+
+    const before = h.openai.requests.length;
+    h.openai.enqueue({ content: "one", delayMs: 1_000 });
+    h.openai.enqueue({ content: "two" });
+    h.openai.enqueue({ content: "three" });
+    h.telegram.pushUpdate(privateText(chat, "a"));
+    await h.openai.waitForRequests(before + 1);
+    h.telegram.pushUpdate(privateText(chat, "b"));
+    h.telegram.pushUpdate(privateText(chat, "c"));
+    const replies = await sentTo(h, chat, 5, 15_000);
+    expect(replies.slice(2).map((r) => r.params.text)).toEqual(["one", "two", "three"]);
+    const runs = await db.query("SELECT item_count FROM lane_runs WHERE lane_key = $1 ORDER BY started_at DESC LIMIT 3", [lane]);
+    expect(runs.rows.map((r) => r.item_count)).toEqual([1, 1, 1]);
+  });
 });
 
 describe("anonymous group admins", () => {
@@ -130,7 +161,8 @@ describe("when the LLM keeps failing", () => {
     expect(apology!.params.text).toBe("Sorry, I could not reach the language model. Please try again later.");
     // SDK retries (2) within each of the lane's 3 attempts.
     expect(h.openai.requests.length).toBe(9);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await ledgerSettled(h.databaseUrl);
+    expect(await deliveriesTo(h.databaseUrl, `telegram:private:${chat}`)).toEqual({ sent: 1 });
     expect(h.telegram.sent(chat)).toHaveLength(1);
   }, 45_000);
 });

@@ -3,6 +3,7 @@ import pg from "pg";
 import { formatEnvIssues, parseEnv } from "@nahida/config";
 import { launcherEnvSchema, startNahida } from "@nahida/launcher";
 import { createLogger } from "@nahida/observability";
+import { createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_BOT_TOKEN, sentTo, startHarness, type Harness } from "../support/nahida-harness";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "../support/infra";
@@ -108,9 +109,15 @@ describe("a second bot whose token Telegram rejects", () => {
         name: "PreflightError",
         message: expect.stringMatching(/^SUPPORT_BOT_TOKEN: Telegram rejected the bot token \(401 /),
       });
-      // The first bot's poller was stopped again: no one polls after the failed start.
+      // The first bot's poller was stopped again: a poller polls only while it holds its
+      // leadership key, and the stop gave it up (at most its last poll was in flight).
       const polls = main.callsTo("getUpdates").length;
-      await new Promise((r) => setTimeout(r, 1_500));
+      const redis = createRedis({ url: TEST_REDIS_URL });
+      try {
+        await waitFor(async () => (await redis.keys(`${prefix}:telegram:poller:*`)).length === 0, 10_000, "the poller's leadership given up");
+      } finally {
+        redis.disconnect();
+      }
       expect(main.callsTo("getUpdates").length).toBeLessThanOrEqual(polls + 1);
     } finally {
       await main.close();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { startHarness, type Harness } from "../support/nahida-harness";
 import { waitFor } from "../support/infra";
+import { deliveriesTo, ledgerSettled } from "../support/ledger";
 import { freePort } from "../support/ports";
 import { fixture, privateText } from "./telegram-fixtures";
 
@@ -63,7 +64,8 @@ describe("Telegram webhook mode end to end", () => {
     expect(await h.telegram.deliverWebhook(update)).toBe(200);
     const sends = await waitFor(async () => (h.telegram.sent(123456789).length >= 1 ? h.telegram.sent(123456789) : undefined), 15_000, "the reply");
     expect(sends[0]!.params.text).toBe("Hello from the webhook.");
-    await new Promise((r) => setTimeout(r, 1_000));
+    await ledgerSettled(h.databaseUrl);
+    expect(await deliveriesTo(h.databaseUrl, "telegram:private:123456789")).toEqual({ sent: 1 });
     expect(h.telegram.sent(123456789).length).toBe(1);
     expect(await countInbound()).toBe(1);
   });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { spawnGatewayReplica, startHarness, type Harness } from "../support/nahida-harness";
 import { waitFor } from "../support/infra";
+import { deliveriesTo, ledgerSettled } from "../support/ledger";
 import type { SpawnedProcess } from "../support/processes";
 import { TOKEN_CACHE_MS } from "@nahida/gateway";
 import { apiClient } from "./api-client";
@@ -35,7 +36,8 @@ describe("Idempotency-Key across two gateway processes", () => {
     expect(ids.size).toBe(1);
 
     await waitFor(async () => h.telegram.sent(710000001).length === 1, 10_000, "the message");
-    await new Promise((r) => setTimeout(r, 1_000));
+    await ledgerSettled(h.databaseUrl);
+    expect(await deliveriesTo(h.databaseUrl, "telegram:private:710000001")).toEqual({ sent: 1 });
     expect(h.telegram.sent(710000001)).toHaveLength(1);
     const db = new pg.Client({ connectionString: h.databaseUrl });
     await db.connect();

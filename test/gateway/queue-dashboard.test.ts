@@ -54,7 +54,7 @@ describe("queue dashboard (bull-board under /admin/queues)", () => {
     const queues = await admin("GET", `${QUEUES}/api/queues?activeQueue=outbound&status=completed&page=1`);
     expect(queues.status).toBe(200);
     const byName = new Map<string, any>(queues.body.queues.map((q: { name: string }) => [q.name, q]));
-    expect([...byName.keys()].sort()).toEqual(["inbound", "lanes", "outbound"]);
+    expect([...byName.keys()].sort()).toEqual(["lanes", "outbound"]);
     const outbound = byName.get("outbound");
     expect(outbound.readOnlyMode).toBe(true);
     expect(outbound.counts.completed).toBeGreaterThanOrEqual(1);
@@ -86,7 +86,7 @@ describe("queue dashboard (bull-board under /admin/queues)", () => {
 
     const withCookie = await anonymous("GET", `${QUEUES}/api/queues`, undefined, { cookie });
     expect(withCookie.status).toBe(200);
-    expect(withCookie.body.queues).toHaveLength(3);
+    expect(withCookie.body.queues).toHaveLength(2);
     expect((await anonymous("GET", `${QUEUES}/api/queues`, undefined, { cookie: "nahida_admin=forged-or-expired" })).status).toBe(401);
     // The cookie is for the dashboard only, never the API.
     expect((await anonymous("GET", "/api/tokens", undefined, { cookie })).status).toBe(401);

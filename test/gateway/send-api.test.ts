@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/nahida-harness";
 import { waitFor } from "../support/infra";
+import { deliveriesTo, ledgerSettled } from "../support/ledger";
 import { apiClient } from "./api-client";
 
 const ADMIN = "test-admin-token-0123456789";
@@ -99,7 +100,8 @@ describe("POST /api/send and GET /api/deliveries/:id", () => {
     expect(conflict.status).toBe(409);
     expect(conflict.body.error.code).toBe("conflict");
     await waitFor(async () => h.telegram.sent(700000002).length === 1, 10_000, "one message");
-    await new Promise((r) => setTimeout(r, 500));
+    await ledgerSettled(h.databaseUrl);
+    expect(await deliveriesTo(h.databaseUrl, "telegram:private:700000002")).toEqual({ sent: 1 });
     expect(h.telegram.sent(700000002)).toHaveLength(1);
   });
 

@@ -75,7 +75,7 @@ describe("/metrics of separate processes (NAHIDA_HEALTH_PORT)", () => {
       expect(worker.text, name).toMatch(new RegExp(`^# TYPE ${name.replace(/_total$/, "")}(_total)? `, "m"));
     }
     // Read at scrape time from Redis and Postgres.
-    for (const queue of ["lanes", "inbound", "outbound"]) {
+    for (const queue of ["lanes", "outbound"]) {
       for (const state of ["waiting", "active", "delayed", "failed"]) expect(worker.samples.get(`nahida_queue_jobs{queue="${queue}",state="${state}"}`)).toBe(0);
     }
     expect(worker.samples.get("nahida_lane_open_items")).toBe(0);

@@ -42,10 +42,6 @@ export const jobCatalog = {
   lanes: {
     "lane.wake": job(z.object({ laneKey: z.string().min(1).max(512) }), 5, 500),
   },
-  /** Ingress → agent-worker: a stored InboundMessage is ready to be placed in its lane. */
-  inbound: {
-    "message.received": job(z.object({ inboundMessageId: Uuid }), 10, 500),
-  },
   /** Anyone → delivery: send the stored Delivery row. */
   outbound: {
     "delivery.send": job(z.object({ deliveryId: Uuid }), 8, 1000),

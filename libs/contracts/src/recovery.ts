@@ -32,10 +32,6 @@ export interface RecoveryTimings {
   staleDeliveryMs: number;
   /** How often the delivery sweeper looks for such rows. */
   deliverySweepMs: number;
-  /** An inbound message not routed after this long gets its routing job re-added. */
-  inboundGraceMs: number;
-  /** How often the inbound sweeper looks for such messages. */
-  inboundSweepMs: number;
   /** TTL of a Redis-held leadership (the Telegram poller): a dead leader is replaced after it. */
   leadershipTtlMs: number;
 }
@@ -58,8 +54,6 @@ export function recoveryTimings(leaseMs: number = DEFAULT_LEASE_MS): RecoveryTim
     recordRetryMs: leaseMs,
     staleDeliveryMs: leaseMs,
     deliverySweepMs: part(2),
-    inboundGraceMs: leaseMs,
-    inboundSweepMs: part(2),
     // Followers try every third of it: takeover ≤ 1.33 × lease.
     leadershipTtlMs: leaseMs,
   };

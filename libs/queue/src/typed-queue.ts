@@ -212,7 +212,6 @@ export function createQueues(connection: Redis, prefix: string, telemetry?: Tele
   const options: QueueOptions = { connection, prefix, ...(telemetry ? { telemetry } : {}) };
   return {
     lanes: new TypedQueue("lanes", options),
-    inbound: new TypedQueue("inbound", options),
     outbound: new TypedQueue("outbound", options),
   };
 }

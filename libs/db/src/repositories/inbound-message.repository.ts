@@ -123,20 +123,6 @@ export class InboundMessageRepository {
     return record ?? null;
   }
 
-  /** Records that the message was routed (to its lane, or deliberately nowhere). */
-  async markRouted(id: string): Promise<void> {
-    await this.prisma.$executeRaw`UPDATE inbound_messages SET routed_at = now() WHERE id = ${id}::uuid AND routed_at IS NULL`;
-  }
-
-  /** Stored messages nobody routed within `olderThanMs` (their job was lost), oldest first. */
-  async unrouted(olderThanMs: number, limit: number): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
-      SELECT id::text AS id FROM inbound_messages
-       WHERE routed_at IS NULL AND received_at < now() - ${olderThanMs} * interval '1 millisecond'
-       ORDER BY received_at LIMIT ${limit}`;
-    return rows.map((r) => r.id);
-  }
-
   /** The rows for `ids`, in the order given; missing ids are skipped. */
   async getMany(ids: string[], tx?: Tx): Promise<InboundRecord[]> {
     const rows = await (tx ?? this.prisma).inboundMessage.findMany({ where: { id: { in: ids } } });

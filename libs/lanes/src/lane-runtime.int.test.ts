@@ -111,9 +111,14 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     const a = await producer.append(lane, { kind: "event", refId: "d1" });
     const b = await producer.append(lane, { kind: "event", refId: "d1" });
     expect(b).toEqual({ ...a, created: false });
-    await waitFor(async () => runs.length === 1, 10_000, "one run");
-    await new Promise((r) => setTimeout(r, 300));
+    // The lane given back with its one item done: no run can follow without a new item.
+    await waitFor(
+      async () => (await t.db.pool.query("SELECT 1 FROM lanes l JOIN lane_items i ON i.lane_key = l.key WHERE l.key = $1 AND l.lease_token IS NULL AND i.status = 'done'", [lane])).rowCount === 1,
+      10_000,
+      "the lane released with its item done",
+    );
     expect(runs.map((r) => r.refs)).toEqual([["d1"]]);
+    expect((await t.db.pool.query("SELECT count(*)::int AS n FROM lane_runs WHERE lane_key = $1", [lane])).rows[0].n).toBe(1);
   });
 
   it("a failed run is retried with backoff and its result is committed once", async () => {
@@ -285,6 +290,7 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
   it("a run's signal is aborted when its lease is lost", async () => {
     const lane = "test:private:abort";
     let seen: LaneRunContext | undefined;
+    let commitOutcome: string | undefined;
     handler = async (run) => {
       // A lane left over from an earlier test just finishes.
       if (run.laneKey !== lane) return run.commit(async () => undefined);
@@ -292,11 +298,18 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
       // Simulate a takeover: another owner overwrites the lease token.
       await t.db.pool.query("UPDATE lanes SET lease_token = gen_random_uuid() WHERE key = $1", [lane]);
       await waitFor(async () => run.signal.aborted, 5_000, "abort");
-      await run.commit(async () => undefined);
+      try {
+        await run.commit(async () => undefined);
+        commitOutcome = "committed";
+      } catch (error) {
+        commitOutcome = (error as Error).name;
+        throw error;
+      }
     };
     await producer.append(lane, { kind: "event", refId: "a1" });
     await waitFor(async () => seen?.signal.aborted, 10_000, "the run to see the abort");
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(async () => commitOutcome, 10_000, "the run's commit to be refused");
+    expect(commitOutcome).toBe("LeaseLostError");
     const item = await t.db.prisma.laneItem.findFirst({ where: { refId: "a1" } });
     expect(item?.status).toBe("running");
     // Hand the lane back so the runtime's later sweeps do not touch a foreign lease forever.
