@@ -21,7 +21,9 @@ function nahida(args: string[], env: Record<string, string>): Promise<{ code: nu
   });
 }
 
-describe("nahida CLI", () => {
+// Every call starts a Node process through npx and tsx: about 1.5 s on an idle machine, several
+// times that on a loaded one, and a test makes up to a dozen calls.
+describe("nahida CLI", { timeout: 240_000 }, () => {
   let h: Harness;
   let env: Record<string, string>;
   beforeAll(async () => {

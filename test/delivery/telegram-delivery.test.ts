@@ -5,7 +5,7 @@ import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OutboundMessage } from "@nahida/contracts";
-import { DeliveryRepository, createDatabase, type Database, type Delivery } from "@nahida/db";
+import { DeliveryRepository, createDatabase, isOutage, type Database, type Delivery } from "@nahida/db";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import type { FakeTelegramCall } from "../fakes/telegram-bot-api.fake";
 import pg from "pg";
@@ -65,8 +65,12 @@ describe("Telegram delivery (delivery service, Postgres, Redis, fake Telegram)",
   /** The row once it reached sent, failed or expired. */
   function settled(id: string, timeoutMs = 10_000): Promise<Delivery> {
     return waitFor(async () => {
-      const found = await row(id);
-      return FINAL_STATUSES.has(found.status) ? found : undefined;
+      // The test's own connections die with the service's when a test terminates them: look again.
+      const found = await row(id).catch((error: unknown) => {
+        if (isOutage(error)) return undefined;
+        throw error;
+      });
+      return found && FINAL_STATUSES.has(found.status) ? found : undefined;
     }, timeoutMs, `delivery ${id} to settle`, 25);
   }
 

@@ -1,4 +1,4 @@
-import { MessageContext } from "./messages";
+import { readTurn } from "./turns";
 import type { HistoryMessage, HistoryView } from "./api";
 
 /** Longest message content the history view returns. */
@@ -51,12 +51,12 @@ export interface StoredTurn {
  * never included. Returns whether anything was cut.
  */
 export function historyMessage(turn: StoredTurn): { message: HistoryMessage; changed: boolean } {
-  const metadata = (turn.metadata ?? {}) as Record<string, unknown>;
   const { text, changed } = sanitizeHistoryText(turn.content);
-  const context = MessageContext.safeParse(metadata.message_context);
-  const toolCalls = Array.isArray(metadata.tool_calls)
-    ? (metadata.tool_calls as { function?: { name?: unknown } }[]).map((c) => ({ name: String(c.function?.name ?? "unknown") }))
-    : undefined;
+  // A turn whose metadata cannot be read is still shown, with its role and content only.
+  const read = readTurn(turn);
+  const typed = read.ok ? read.value : null;
+  const context = typed?.role === "user" ? typed.metadata.message_context : undefined;
+  const toolCalls = typed?.role === "assistant" ? typed.metadata.tool_calls?.map((c) => ({ name: c.function.name })) : undefined;
   return {
     message: {
       id: turn.id,
@@ -64,14 +64,13 @@ export function historyMessage(turn: StoredTurn): { message: HistoryMessage; cha
       content: text,
       source: turn.source,
       created_at: turn.createdAt.toISOString(),
-      ...(context.success ? { context: context.data } : {}),
+      ...(context ? { context } : {}),
       ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
-      ...(turn.role === "tool" && typeof metadata.name === "string" ? { tool_name: metadata.name } : {}),
+      ...(typed?.role === "tool" ? { tool_name: typed.metadata.name } : {}),
     },
     changed,
   };
 }
-
 
 /** A page of stored turns as the filtered history view: the REST API and the agent's tool serve the same. */
 export function historyPageView(page: { turns: readonly StoredTurn[]; total: number }, offset: number): HistoryView {

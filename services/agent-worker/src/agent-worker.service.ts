@@ -1,7 +1,7 @@
 import type { Telemetry } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
-import { RunRepository, type Database, type Repositories } from "@nahida/db";
+import type { Database, Repositories } from "@nahida/db";
 import { LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
 import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
@@ -26,7 +26,7 @@ import { ScopeReader } from "./run/run-scope";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
-  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "policies" | "runs">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
   /** Checks the cron jobs the agent's tools and `/cron` create and edit. */
@@ -81,7 +81,7 @@ const DEFAULT_MAX_EVENT_DEPTH = 5;
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const { inbound, sessions, turns, cron, events } = o.repositories;
+  const { inbound, sessions, turns, cron, events, policies, runs } = o.repositories;
   const laneStore = new LaneStore(o.db);
   const sessionEvents = new SessionEvents({
     events,
@@ -101,7 +101,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   const tools = new ToolRegistry().register(currentTimeTool({ defaultTimeZone: o.timeZone }));
   if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
   tools.register(...cronTools({ cron, scope: o.cronToolScope ?? "chat" }));
-  tools.register(...sessionTools({ events, sessions, turns, visibility: o.sessionVisibility ?? "tree", maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH, logger }));
+  tools.register(...sessionTools({ events, sessions, turns, policies, runs, visibility: o.sessionVisibility ?? "tree", maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH, logger }));
   tools.register(...(o.tools ?? []));
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
   const model = o.llm?.model ?? null;
@@ -116,7 +116,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   });
   const handler = createRunHandler({
     kinds,
-    scopes: new ScopeReader({ runs: new RunRepository(o.db.pool), sessions, historyTurns: o.historyTurns }),
+    scopes: new ScopeReader({ runs, sessions, historyTurns: o.historyTurns }),
     agent: createAgentCaller({
       runAgent: o.llm ? createAgentLoop({ llm: o.llm, tools, maxIterations: o.maxIterations }) : null,
       contextBuilder,

@@ -3,7 +3,7 @@ import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
-import type { ApiTokenRepository, CronRepository, DeliveryRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
+import type { ApiTokenRepository, CronRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
@@ -24,8 +24,10 @@ export interface ApiOptions {
   deliveries: DeliveryRepository;
   sessions: SessionRepository;
   turns: TurnRepository;
-  /** Session events and the send policy document. */
+  /** Session events. */
   events: SessionEventRepository;
+  /** The send policy document. */
+  policies: PolicyRepository;
   /** `POST /api/sessions/:id/events`: the outbox's session events. */
   sessionEvents: SessionEventRouteOptions["sessionEvents"];
   tokens: ApiTokenRepository;
@@ -72,7 +74,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(deliveryRoutes, { deliveries: api.deliveries, retry: api.retryDelivery });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
   await fastify.register(sessionEventRoutes, { sessionEvents: api.sessionEvents, events: api.events });
-  await fastify.register(policyRoutes, { events: api.events });
+  await fastify.register(policyRoutes, { policies: api.policies });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
   if (api.queueDashboard) {

@@ -16,7 +16,7 @@ export interface GatewayOptions {
   /** Largest accepted request body. */
   bodyLimitBytes: number;
   db: Pick<Database, "checkReady">;
-  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events">;
+  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events" | "policies">;
   /** Every send goes through it (it knows the registered channels and the workspace). */
   outbox: Outbox;
   /** Operators' events into sessions go through it (it appends to the target's lane). */
@@ -47,7 +47,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
   });
-  const { tokens, deliveries, sessions, turns, cron, events } = options.repositories;
+  const { tokens, deliveries, sessions, turns, cron, events, policies } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
@@ -60,6 +60,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       sessions,
       turns,
       events,
+      policies,
       sessionEvents: options.sessionEvents,
       tokens,
       cron,

@@ -7,3 +7,4 @@ export * from "./repositories";
 export * from "./cron.repository";
 export * from "./session-event.repository";
 export * from "./run.repository";
+export * from "./policy.repository";

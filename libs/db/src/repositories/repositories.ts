@@ -3,6 +3,8 @@ import { ApiTokenRepository } from "./api-token.repository";
 import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
+import { PolicyRepository } from "./policy.repository";
+import { RunRepository } from "./run.repository";
 import { SessionEventRepository } from "./session-event.repository";
 import { SessionRepository } from "./session.repository";
 import { TurnRepository } from "./turn.repository";
@@ -16,6 +18,8 @@ export interface Repositories {
   tokens: ApiTokenRepository;
   cron: CronRepository;
   events: SessionEventRepository;
+  policies: PolicyRepository;
+  runs: RunRepository;
 }
 
 export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
@@ -28,5 +32,7 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     tokens: new ApiTokenRepository(prisma),
     cron: new CronRepository(prisma),
     events: new SessionEventRepository(prisma),
+    policies: new PolicyRepository(prisma),
+    runs: new RunRepository(db.pool),
   };
 }

@@ -16,8 +16,17 @@ export interface ChatRunRead {
   history: Turn[];
 }
 
+export interface LaneRunSummary {
+  runId: string;
+  /** The kind of the run's first item (`inbound`, `agent_event`, `scheduled_turn`). */
+  kind: string;
+  status: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
 /**
- * The agent run's hot-path read. It goes to the pg pool directly: it runs once per run, and
+ * Lane runs: the agent run's hot-path read, and the runs a session's lane had. It goes to the pg pool directly: it runs once per run, and
  * one statement through pg costs a fraction of the three Prisma queries it replaces
  * (docs/data-access.md).
  */
@@ -54,6 +63,18 @@ export class RunRepository {
       inbound: inboundIds.flatMap((id) => byId.get(id) ?? []),
       history: row.history.map(turnOf),
     };
+  }
+
+  /** The latest runs of a session's lane, newest first. */
+  async recentRuns(laneKey: string, limit: number): Promise<LaneRunSummary[]> {
+    const { rows } = await this.pool.query<{ id: string; kind: string | null; status: string; started_at: Date; finished_at: Date | null }>(
+      `SELECT r.id::text AS id, r.status, r.started_at, r.finished_at,
+              (SELECT li.kind FROM lane_items li WHERE li.run_id = r.id ORDER BY li.seq LIMIT 1) AS kind
+         FROM lane_runs r WHERE r.lane_key = $1
+        ORDER BY r.started_at DESC LIMIT $2`,
+      [laneKey, limit],
+    );
+    return rows.map((r) => ({ runId: r.id, kind: r.kind ?? "unknown", status: r.status, startedAt: r.started_at, finishedAt: r.finished_at }));
   }
 }
 

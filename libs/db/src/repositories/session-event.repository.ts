@@ -1,4 +1,4 @@
-import { DEFAULT_SEND_POLICY, SendPolicy, type SessionEventMode, type SessionEventStatus, type SessionVisibility } from "@nahida/contracts";
+import type { SessionEventMode, SessionEventStatus } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { SessionEvent } from "../generated/prisma/client";
 
@@ -20,29 +20,6 @@ export interface SessionEventState {
   error: string | null;
 }
 
-/** A session as `sessions_list` shows it: its chat, its lane's activity. */
-export interface SessionOverview {
-  sessionId: string;
-  target: string | null;
-  channel: string | null;
-  displayName: string | null;
-  parentId: string | null;
-  hasActiveRun: boolean;
-  queueDepth: number;
-  lastActiveAt: Date;
-}
-
-export interface LaneRunSummary {
-  runId: string;
-  /** The kind of the run's first item (`inbound`, `agent_event`, `scheduled_turn`). */
-  kind: string;
-  status: string;
-  startedAt: Date;
-  finishedAt: Date | null;
-}
-
-const SEND_POLICY = "send";
-
 interface SessionEventRow {
   id: string;
   session_id: string;
@@ -59,10 +36,7 @@ interface SessionEventRow {
   finished_at: Date | null;
 }
 
-/**
- * Events between sessions (`sessions_send`, operator events), what agents may see of other
- * sessions, and the send policy document.
- */
+/** Events between sessions (`sessions_send`, operator events): `session_events`. */
 export class SessionEventRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
@@ -127,90 +101,4 @@ export class SessionEventRepository {
     });
   }
 
-  /**
-   * Whether `viewer` may see `sessionId`: its own session; under `tree` also its children;
-   * under `all` any session.
-   */
-  async canSee(viewer: string, sessionId: string, visibility: SessionVisibility): Promise<boolean> {
-    if (visibility === "all") return (await this.prisma.session.count({ where: { id: sessionId } })) > 0;
-    if (viewer === sessionId) return true;
-    if (visibility === "self") return false;
-    return (await this.prisma.session.count({ where: { id: sessionId, parentId: viewer } })) > 0;
-  }
-
-  /**
-   * The sessions `viewer` may see, most recently active first, with their chat and their
-   * lane's activity in one statement.
-   */
-  async overview(
-    viewer: string,
-    visibility: SessionVisibility,
-    filter: { channels?: readonly string[]; activeSince?: Date; limit: number; sessionId?: string },
-  ): Promise<SessionOverview[]> {
-    const rows = await this.prisma.$queryRaw<
-      {
-        id: string;
-        chat_address: string | null;
-        channel: string | null;
-        display_name: string | null;
-        parent_id: string | null;
-        active: boolean;
-        depth: number;
-        last_activity_at: Date;
-      }[]
-    >`
-      SELECT s.id::text AS id, s.chat_address, s.channel, c.display_name, s.parent_id::text AS parent_id,
-             EXISTS (SELECT 1 FROM lane_runs r WHERE r.lane_key = s.lane_key AND r.status = 'running') AS active,
-             (SELECT count(*)::int FROM lane_items li WHERE li.lane_key = s.lane_key AND li.status = 'pending') AS depth,
-             s.last_activity_at
-        FROM sessions s LEFT JOIN chats c ON c.address = s.chat_address
-       WHERE (${visibility} = 'all' OR s.id = ${viewer}::uuid OR (${visibility} = 'tree' AND s.parent_id = ${viewer}::uuid))
-         AND (${filter.sessionId ?? null}::uuid IS NULL OR s.id = ${filter.sessionId ?? null}::uuid)
-         AND (${filter.channels ? [...filter.channels] : null}::text[] IS NULL OR s.channel = ANY(${filter.channels ? [...filter.channels] : null}::text[]))
-         AND (${filter.activeSince ?? null}::timestamptz IS NULL OR s.last_activity_at >= ${filter.activeSince ?? null}::timestamptz)
-       ORDER BY s.last_activity_at DESC, s.id
-       LIMIT ${filter.limit}`;
-    return rows.map((r) => ({
-      sessionId: r.id,
-      target: r.chat_address,
-      channel: r.channel,
-      displayName: r.display_name,
-      parentId: r.parent_id,
-      hasActiveRun: r.active,
-      queueDepth: r.depth,
-      lastActiveAt: r.last_activity_at,
-    }));
-  }
-
-  /** The latest runs of a session's lane, newest first. */
-  async recentRuns(laneKey: string, limit: number): Promise<LaneRunSummary[]> {
-    const rows = await this.prisma.$queryRaw<{ id: string; kind: string | null; status: string; started_at: Date; finished_at: Date | null }[]>`
-      SELECT r.id::text AS id, r.status, r.started_at, r.finished_at,
-             (SELECT li.kind FROM lane_items li WHERE li.run_id = r.id ORDER BY li.seq LIMIT 1) AS kind
-        FROM lane_runs r WHERE r.lane_key = ${laneKey}
-       ORDER BY r.started_at DESC LIMIT ${limit}`;
-    return rows.map((r) => ({ runId: r.id, kind: r.kind ?? "unknown", status: r.status, startedAt: r.started_at, finishedAt: r.finished_at }));
-  }
-
-  /** The send policy; the default (allow everything) until an admin stores one. */
-  async sendPolicy(): Promise<SendPolicy> {
-    const row = await this.prisma.policy.findUnique({ where: { name: SEND_POLICY } });
-    if (!row) return DEFAULT_SEND_POLICY;
-    // Written only through `putSendPolicy`, which validates; a hand-edited bad document denies.
-    const parsed = SendPolicy.safeParse(row.document);
-    return parsed.success ? parsed.data : { default: "deny", rules: [] };
-  }
-
-  async putSendPolicy(policy: SendPolicy): Promise<void> {
-    await this.prisma.policy.upsert({
-      where: { name: SEND_POLICY },
-      create: { name: SEND_POLICY, document: policy },
-      update: { document: policy, updatedAt: new Date() },
-    });
-  }
-
-  /** Sets a chat's `/send` override (null: inherit). */
-  async setChatSendPolicy(address: string, value: "allow" | "deny" | null, tx?: Tx): Promise<void> {
-    await (tx ?? this.prisma).chat.updateMany({ where: { address }, data: { sendPolicy: value } });
-  }
 }

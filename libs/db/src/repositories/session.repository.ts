@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { TriggerMode } from "@nahida/contracts";
+import type { SessionVisibility, TriggerMode } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import type { Chat, Session } from "../generated/prisma/client";
 
@@ -12,7 +12,19 @@ export const laneKeyForChat = (chatAddress: string): string => `${CHAT_LANE_PREF
 export const chatOfLane = (laneKey: string): string | null =>
   laneKey.startsWith(CHAT_LANE_PREFIX) ? laneKey.slice(CHAT_LANE_PREFIX.length) : null;
 
-/** Chats and their sessions. */
+/** A session as `sessions_list` shows it: its chat, its lane's activity. */
+export interface SessionOverview {
+  sessionId: string;
+  target: string | null;
+  channel: string | null;
+  displayName: string | null;
+  parentId: string | null;
+  hasActiveRun: boolean;
+  queueDepth: number;
+  lastActiveAt: Date;
+}
+
+/** Chats and their sessions: `chats`, `sessions`, and which sessions a session may see. */
 export class SessionRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
@@ -147,6 +159,66 @@ export class SessionRepository {
 
   async setTriggerMode(address: string, mode: TriggerMode, tx?: Tx): Promise<void> {
     await (tx ?? this.prisma).chat.update({ where: { address }, data: { triggerMode: mode } });
+  }
+
+  /** Sets a chat's `/send` override (null: inherit). */
+  async setChatSendPolicy(address: string, value: "allow" | "deny" | null, tx?: Tx): Promise<void> {
+    await (tx ?? this.prisma).chat.updateMany({ where: { address }, data: { sendPolicy: value } });
+  }
+
+  /**
+   * Whether `viewer` may see `sessionId`: its own session; under `tree` also its children;
+   * under `all` any session.
+   */
+  async canSee(viewer: string, sessionId: string, visibility: SessionVisibility): Promise<boolean> {
+    if (visibility === "all") return (await this.prisma.session.count({ where: { id: sessionId } })) > 0;
+    if (viewer === sessionId) return true;
+    if (visibility === "self") return false;
+    return (await this.prisma.session.count({ where: { id: sessionId, parentId: viewer } })) > 0;
+  }
+
+  /**
+   * The sessions `viewer` may see, most recently active first, with their chat and their
+   * lane's activity in one statement.
+   */
+  async overview(
+    viewer: string,
+    visibility: SessionVisibility,
+    filter: { channels?: readonly string[]; activeSince?: Date; limit: number; sessionId?: string },
+  ): Promise<SessionOverview[]> {
+    const rows = await this.prisma.$queryRaw<
+      {
+        id: string;
+        chat_address: string | null;
+        channel: string | null;
+        display_name: string | null;
+        parent_id: string | null;
+        active: boolean;
+        depth: number;
+        last_activity_at: Date;
+      }[]
+    >`
+      SELECT s.id::text AS id, s.chat_address, s.channel, c.display_name, s.parent_id::text AS parent_id,
+             EXISTS (SELECT 1 FROM lane_runs r WHERE r.lane_key = s.lane_key AND r.status = 'running') AS active,
+             (SELECT count(*)::int FROM lane_items li WHERE li.lane_key = s.lane_key AND li.status = 'pending') AS depth,
+             s.last_activity_at
+        FROM sessions s LEFT JOIN chats c ON c.address = s.chat_address
+       WHERE (${visibility} = 'all' OR s.id = ${viewer}::uuid OR (${visibility} = 'tree' AND s.parent_id = ${viewer}::uuid))
+         AND (${filter.sessionId ?? null}::uuid IS NULL OR s.id = ${filter.sessionId ?? null}::uuid)
+         AND (${filter.channels ? [...filter.channels] : null}::text[] IS NULL OR s.channel = ANY(${filter.channels ? [...filter.channels] : null}::text[]))
+         AND (${filter.activeSince ?? null}::timestamptz IS NULL OR s.last_activity_at >= ${filter.activeSince ?? null}::timestamptz)
+       ORDER BY s.last_activity_at DESC, s.id
+       LIMIT ${filter.limit}`;
+    return rows.map((r) => ({
+      sessionId: r.id,
+      target: r.chat_address,
+      channel: r.channel,
+      displayName: r.display_name,
+      parentId: r.parent_id,
+      hasActiveRun: r.active,
+      queueDepth: r.depth,
+      lastActiveAt: r.last_activity_at,
+    }));
   }
 }
 

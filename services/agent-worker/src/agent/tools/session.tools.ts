@@ -13,13 +13,17 @@ import {
   type ChatSendOverride,
   type SessionVisibility,
 } from "@nahida/contracts";
-import type { SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
+import type { PolicyRepository, RunRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
 import { defineTool, type ToolContext } from "../tool-registry";
 
 export interface SessionToolsOptions {
   events: SessionEventRepository;
   sessions: SessionRepository;
+  /** The send policy. */
+  policies: PolicyRepository;
+  /** A session's recent runs (`session_status`). */
+  runs: RunRepository;
   turns: TurnRepository;
   /** Which sessions a session sees: its own, its own and its children (default), or all. */
   visibility: SessionVisibility;
@@ -56,7 +60,7 @@ export function sessionTools(o: SessionToolsOptions) {
 
   /** The session, when `context` may see it; otherwise an error that says what is visible. */
   async function visibleSession(context: ToolContext, sessionId: string) {
-    const session = (await o.events.canSee(context.sessionId, sessionId, o.visibility)) ? await o.sessions.get(sessionId) : null;
+    const session = (await o.sessions.canSee(context.sessionId, sessionId, o.visibility)) ? await o.sessions.get(sessionId) : null;
     if (!session) throw new Error(`no session ${sessionId} is visible here (visibility: ${VISIBILITY_TEXT[o.visibility]}); sessions_list shows the ids`);
     return session;
   }
@@ -71,7 +75,7 @@ export function sessionTools(o: SessionToolsOptions) {
     if (address !== null && address === context.chatAddress && (sessionId === undefined || sessionId === context.sessionId)) return;
     const parsed = address === null ? null : parseChatAddress(address);
     if (parsed && !parsed.ok) throw new Error(parsed.error.message);
-    const [chat, policy] = await Promise.all([address === null ? null : o.sessions.getChat(address), o.events.sendPolicy()]);
+    const [chat, policy] = await Promise.all([address === null ? null : o.sessions.getChat(address), o.policies.sendPolicy()]);
     const target = sessionId ?? chat?.currentSessionId ?? undefined;
     const allowed = checkSendPolicy(policy, {
       channel: parsed?.value.channel ?? null,
@@ -146,7 +150,7 @@ export function sessionTools(o: SessionToolsOptions) {
         limit: z.number().int().min(1).max(LIST_MAX).default(20),
       }),
       async execute(args, context) {
-        const rows = await o.events.overview(context.sessionId, o.visibility, {
+        const rows = await o.sessions.overview(context.sessionId, o.visibility, {
           limit: args.kinds ? LIST_MAX * 5 : args.limit,
           ...(args.active_minutes ? { activeSince: new Date(Date.now() - args.active_minutes * 60_000) } : {}),
         });
@@ -182,8 +186,8 @@ export function sessionTools(o: SessionToolsOptions) {
         const session = sentByUs && sessionId === event.event.sessionId ? await o.sessions.get(sessionId) : await visibleSession(context, sessionId);
         if (!session) throw new Error(`session ${sessionId} no longer exists`);
         const [overview, runs] = await Promise.all([
-          o.events.overview(session.id, "self", { limit: 1, sessionId: session.id }),
-          o.events.recentRuns(session.laneKey, RECENT_RUNS),
+          o.sessions.overview(session.id, "self", { limit: 1, sessionId: session.id }),
+          o.runs.recentRuns(session.laneKey, RECENT_RUNS),
         ]);
         const active = runs.find((r) => r.status === "running");
         return {

@@ -19,7 +19,7 @@ export const chatSettingEffect = defineEffect<ChatSetting>({
           await env.sessions.setTriggerMode(change.address, change.value, tx);
           break;
         case "send_override":
-          await env.events.setChatSendPolicy(change.address, change.value, tx);
+          await env.sessions.setChatSendPolicy(change.address, change.value, tx);
           break;
         case "queue_mode":
           await env.lanes.setMode(laneKeyForChat(change.address), change.value, tx);

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { SendPolicy } from "@nahida/contracts";
-import type { SessionEventRepository } from "@nahida/db";
+import type { PolicyRepository } from "@nahida/db";
 import { readErrorResponses, writeErrorResponses } from "../error-responses";
 
 /** The send policy document, for admin tokens only: it decides what agents may send where. */
-export const policyRoutes: FastifyPluginAsyncZod<{ events: SessionEventRepository }> = async (app, { events }) => {
+export const policyRoutes: FastifyPluginAsyncZod<{ policies: PolicyRepository }> = async (app, { policies }) => {
   app.get(
     "/api/policy/send",
     {
@@ -16,7 +16,7 @@ export const policyRoutes: FastifyPluginAsyncZod<{ events: SessionEventRepositor
         response: { 200: SendPolicy, ...readErrorResponses },
       },
     },
-    async () => events.sendPolicy(),
+    async () => policies.sendPolicy(),
   );
 
   app.put(
@@ -33,7 +33,7 @@ export const policyRoutes: FastifyPluginAsyncZod<{ events: SessionEventRepositor
       },
     },
     async (request) => {
-      await events.putSendPolicy(request.body);
+      await policies.putSendPolicy(request.body);
       return request.body;
     },
   );
