@@ -5,8 +5,9 @@ import { z } from "zod";
 import type { Redis } from "ioredis";
 import { defineEffect, defineLaneKind, defineTool, EffectStage } from "@nahida/agent-worker";
 import { ok } from "@nahida/contracts";
-import { createDatabase, Prisma, type Database } from "@nahida/db";
-import { LaneProducer } from "@nahida/lanes";
+import { createDatabase, createRepositories, Prisma, type Database } from "@nahida/db";
+import { LaneProducer, LaneStore, wakeLane } from "@nahida/lanes";
+import { SessionEvents } from "@nahida/outbox";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { apiClient } from "../gateway/api-client";
 import { TEST_REDIS_URL, waitFor } from "../support/infra";
@@ -228,6 +229,23 @@ describe("session runs: typed lane items and the run's unit of work", () => {
     expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries")).rows[0]!.n).toBe(deliveriesBefore);
     expect(h.telegram.sent(chat)).toHaveLength(1);
     expect(h.telegram.callsTo("sendChatAction")).toHaveLength(0);
+
+    // An event the parent itself sent is answered on the event, which the parent reads; its
+    // history does not get the answer a second time.
+    h.openai.onRequest((request) => (request.body.user === child ? { content: "Asked and answered." } : undefined));
+    const repos = createRepositories(database);
+    const events = new SessionEvents({
+      ...repos,
+      appendToLane: (laneKey, item, tx) => new LaneStore(database).append(laneKey, item, tx),
+      wake: (laneKey) => wakeLane(lanes, laneKey),
+      transaction: (fn) => database.prisma.$transaction(fn),
+    });
+    const asked = randomUUID();
+    const sent = await events.send({ id: asked, sessionId: child, source: `agent:${randomUUID()}`, fromSessionId: parent, content: "And the question?", mode: "enqueue", depth: 1 });
+    expect(sent.ok).toBe(true);
+    const done = await waitFor(async () => (await db.query("SELECT status, reply FROM session_events WHERE id = $1 AND status <> 'queued'", [asked])).rows[0], 15_000, "the parent's event answered");
+    expect(done).toEqual({ status: "done", reply: "Asked and answered." });
+    expect((await db.query("SELECT count(*)::int AS n FROM turns WHERE session_id = $1 AND content = 'Asked and answered.'", [parent])).rows[0].n).toBe(0);
   });
 
   it("refuses a platform message in a chatless session's lane, and a command there never runs", async () => {

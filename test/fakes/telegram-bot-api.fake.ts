@@ -87,6 +87,8 @@ export interface FakeTelegram {
   readonly calls: readonly FakeTelegramCall[];
   /** Updates queued and not yet confirmed by a later getUpdates offset. */
   readonly pendingUpdates: readonly TelegramUpdate[];
+  /** Long polls (getUpdates) held open right now. */
+  readonly waitingPolls: number;
   /** Recorded calls to one method (method names compare case-insensitively, as Telegram's do). */
   callsTo(method: string): FakeTelegramCall[];
   /** sendMessage/sendPhoto/sendDocument calls, optionally only those to one chat. */
@@ -513,6 +515,9 @@ export async function startFakeTelegram(options: StartFakeTelegramOptions = {}):
       return webhook?.secret;
     },
     calls,
+    get waitingPolls() {
+      return polls.size;
+    },
     get pendingUpdates() {
       return [...queue];
     },

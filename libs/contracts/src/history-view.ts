@@ -66,7 +66,7 @@ export function historyMessage(turn: StoredTurn): { message: HistoryMessage; cha
       created_at: turn.createdAt.toISOString(),
       ...(context ? { context } : {}),
       ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
-      ...(typed?.role === "tool" ? { tool_name: typed.metadata.name } : {}),
+      ...(typed?.role === "tool" && typed.metadata.name ? { tool_name: typed.metadata.name } : {}),
     },
     changed,
   };

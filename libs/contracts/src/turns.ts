@@ -17,18 +17,22 @@ export const StoredToolCall = z.looseObject({
   function: z.looseObject({ name: z.string(), arguments: z.string() }),
 });
 
-/** What a user turn stores in `turns.metadata`; the envelope is rebuilt from it. */
+/**
+ * What a user turn stores in `turns.metadata`; the envelope is rebuilt from it. A context or
+ * attachments that do not parse are read as absent: the turn is still the user's words.
+ */
 export const UserTurnMetadata = z.looseObject({
-  message_context: MessageContext.optional(),
+  message_context: MessageContext.optional().catch(undefined),
   message_id: z.string().optional(),
-  attachments: z.array(Attachment).optional(),
+  attachments: z.array(Attachment).optional().catch(undefined),
 });
 export type UserTurnMetadata = z.infer<typeof UserTurnMetadata>;
 
 export const AssistantTurnMetadata = z.looseObject({ tool_calls: z.array(StoredToolCall).optional() });
 export type AssistantTurnMetadata = z.infer<typeof AssistantTurnMetadata>;
 
-export const ToolTurnMetadata = z.looseObject({ tool_call_id: z.string(), name: z.string() });
+/** A tool result; without its call's id it cannot be placed after the call. */
+export const ToolTurnMetadata = z.looseObject({ tool_call_id: z.string(), name: z.string().optional() });
 export type ToolTurnMetadata = z.infer<typeof ToolTurnMetadata>;
 
 /** A cron job's agent turn (source `cron:<job>`). `slot`: the slot it fired for, ISO 8601 UTC. */

@@ -104,8 +104,11 @@ export class Run {
 
   /** Forgets the session's history: stored turns and what this run added so far. */
   clearHistory(sessionId: string): void {
+    const hadTurns = this.uow.values(appendTurnsEffect).some((a) => a.sessionId === sessionId);
     this.uow.discard(appendTurnsEffect, (a) => a.sessionId === sessionId);
     this.uow.emit(clearHistoryEffect, { sessionId });
+    // The turns go, the activity they were stays: the session's last activity still moves.
+    if (hadTurns) this.uow.emit(appendTurnsEffect, { sessionId, turns: [] });
   }
 
   /** Whether the database may hold history of this session that this run has not wiped or just created. */

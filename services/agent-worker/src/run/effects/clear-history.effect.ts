@@ -3,7 +3,7 @@ import { EffectStage, defineEffect } from "./effect";
 /** `/reset`: the session's stored turns are deleted before this run's own turns go in. */
 export const clearHistoryEffect = defineEffect<{ sessionId: string }>({
   name: "clear_history",
-  stage: EffectStage.sessions,
+  stage: EffectStage.history,
   async write(values, tx, env) {
     for (const { sessionId } of values) await env.turns.clear(sessionId, tx);
   },

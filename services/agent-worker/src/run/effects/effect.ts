@@ -30,16 +30,20 @@ export interface EffectEnv extends EffectStores {
 /**
  * The order kinds write in within one commit (lower first); kinds of one stage write in the
  * order the run first emitted them. Sessions exist before turns go into them, turns before
- * the deliveries that name them, deliveries before the outcomes that list them.
+ * the deliveries that name them, deliveries before the outcomes that list them; events into
+ * other lanes (which lock those lanes' rows) come late, so the locks are held briefly.
  */
 export const EffectStage = {
   sessions: 10,
+  history: 15,
   chat: 20,
   turns: 30,
   records: 40,
   deliveries: 50,
   jobs: 60,
-  outcomes: 70,
+  cronOutcomes: 70,
+  events: 75,
+  eventOutcomes: 80,
 } as const;
 
 /**

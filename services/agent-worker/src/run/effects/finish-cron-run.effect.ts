@@ -11,7 +11,7 @@ export interface CronRunOutcome {
 
 export const finishCronRunEffect = defineEffect<CronRunOutcome>({
   name: "finish_cron_run",
-  stage: EffectStage.outcomes,
+  stage: EffectStage.cronOutcomes,
   async write(values, tx, env) {
     for (const o of values) {
       await env.cron.recordTurnOutcome(o.cronRunId, { outcome: o.status, sessionId: o.sessionId, deliveryIds: o.deliveryIds ?? [], error: o.error ?? null }, tx);

@@ -10,7 +10,7 @@ export interface EventOutcome {
 
 export const finishEventEffect = defineEffect<EventOutcome>({
   name: "finish_event",
-  stage: EffectStage.outcomes,
+  stage: EffectStage.eventOutcomes,
   async write(values, tx, env) {
     for (const { eventId, ...outcome } of values) await env.events.finish(eventId, { ...outcome, runId: env.runId, at: env.now }, tx);
   },

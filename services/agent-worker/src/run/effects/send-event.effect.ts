@@ -7,7 +7,7 @@ import { EffectStage, defineEffect } from "./effect";
  */
 export const sendEventEffect = defineEffect<NewSessionEvent>({
   name: "send_event",
-  stage: EffectStage.outcomes,
+  stage: EffectStage.events,
   async write(values, tx, env) {
     const wake: string[] = [];
     // A deadlock with a commit enqueueing the other way is handed back uncounted by the lane

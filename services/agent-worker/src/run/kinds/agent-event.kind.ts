@@ -41,7 +41,10 @@ export function agentEventKind(o: AgentEventKindOptions) {
     if (answer.kind === "failed") return finish("failed", null, "the language model could not be reached");
     if (run.lane.signal.reason instanceof RunStoppedError) return finish("failed", null, "the turn was stopped (/stop)");
     const text = answer.kind === "text" ? answer.text : null;
-    if (text !== null) run.answer({ text }, { source: "agent", sessionId });
+    // The sender reads the answer off the event; a session that is both the sender and the
+    // run's output (a parent asking its child) is not told twice.
+    const outputIsSender = run.scope.output.kind === "session" && run.scope.output.sessionId === event.fromSessionId;
+    if (text !== null && !outputIsSender) run.answer({ text }, { source: "agent", sessionId });
     finish("done", text, null);
   }
 
