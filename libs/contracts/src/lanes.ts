@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { err, ok, type Result } from "./result";
 
 /**
  * How a lane treats messages that arrive while a run is in progress.
@@ -44,27 +43,6 @@ export function encodeLaneItem(item: LaneItem): LaneItemRef {
       return { kind: item.kind, refId: item.taskId };
     default: {
       const unreachable: never = item;
-      return unreachable;
-    }
-  }
-}
-
-/** Reads a stored lane item; an unknown kind is an error with a reason, never a silent skip. */
-export function decodeLaneItem(row: { kind: string; refId: string }): Result<LaneItem, string> {
-  const kind = LaneItemKind.safeParse(row.kind);
-  if (!kind.success) return err(`unknown lane item kind ${JSON.stringify(row.kind.slice(0, 64))}; known: ${LaneItemKind.options.join(", ")}`);
-  const known = kind.data;
-  switch (known) {
-    case "inbound":
-      return ok({ kind: "inbound", inboundMessageId: row.refId });
-    case "agent_event":
-      return ok({ kind: "agent_event", eventId: row.refId });
-    case "scheduled_turn":
-      return ok({ kind: "scheduled_turn", cronRunId: row.refId });
-    case "subagent_result":
-      return ok({ kind: "subagent_result", taskId: row.refId });
-    default: {
-      const unreachable: never = known;
       return unreachable;
     }
   }
