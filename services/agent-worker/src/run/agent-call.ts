@@ -18,6 +18,16 @@ import { showTyping } from "./typing";
  */
 export type AgentAnswer = { kind: "text"; text: string } | { kind: "silent" } | { kind: "failed" } | { kind: "no_llm" };
 
+/**
+ * Why an agent call left nothing to answer with, as recorded on what it was answering (a
+ * cron run, an agent event); null when it answered or chose to stay silent.
+ */
+export function unanswered(answer: AgentAnswer): string | null {
+  if (answer.kind === "no_llm") return "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)";
+  if (answer.kind === "failed") return "the language model could not be reached";
+  return null;
+}
+
 /** Appends `prompt` to the session and runs the agent over its history and the run's new turns. */
 export type AgentCaller = (run: Run, sessionId: string, prompt: NewTurn[], eventDepth: number) => Promise<AgentAnswer>;
 

@@ -149,14 +149,19 @@ export class Run {
    * the output session, or nothing. Text a tool of this run already sent to the chat is not
    * sent twice.
    */
-  answer(message: Pick<OutboundMessage, "text">, route: AnswerRoute): string | null {
+  answer(message: Pick<OutboundMessage, "text"> & Partial<OutboundMessage>, route: AnswerRoute): string | null {
     const output = this.scope.output;
     switch (output.kind) {
       case "chat":
         if (route.source === "agent" && this.toolSent(output.address, message.text)) return null;
         return this.deliver({
           target: output.address,
-          message: { text: message.text, attachments: [], extra: {}, ...(route.replyTo !== undefined ? { replyTo: route.replyTo } : {}) },
+          message: {
+            text: message.text,
+            attachments: message.attachments ?? [],
+            extra: message.extra ?? {},
+            ...(route.replyTo !== undefined ? { replyTo: route.replyTo } : {}),
+          },
           source: route.source,
           sessionId: route.sessionId,
           ...(route.inboundMessageId ? { inboundMessageId: route.inboundMessageId } : {}),

@@ -2,11 +2,10 @@ import { err, ok } from "@nahida/contracts";
 import type { SessionEvent, SessionEventRepository, SessionRepository } from "@nahida/db";
 import { RunStoppedError } from "@nahida/lanes";
 import { agentEventMetadata } from "@nahida/outbox";
+import { unanswered } from "../agent-call";
 import { finishEventEffect } from "../effects/finish-event.effect";
 import type { Run } from "../run";
 import { defineLaneKind, type KindItem } from "./lane-kind";
-
-const NO_LLM = "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)";
 
 export interface AgentEventKindOptions {
   events: SessionEventRepository;
@@ -37,8 +36,8 @@ export function agentEventKind(o: AgentEventKindOptions) {
     const turn = { role: "event" as const, content: event.content, source: event.source, metadata: agentEventMetadata({ ...event, mode: "enqueue" }) };
     const answer = await run.callAgent(sessionId, [turn], event.depth);
     const finish = (status: "done" | "failed", reply: string | null, error: string | null) => run.uow.emit(finishEventEffect, { eventId: event.id, status, reply, error });
-    if (answer.kind === "no_llm") return finish("failed", null, NO_LLM);
-    if (answer.kind === "failed") return finish("failed", null, "the language model could not be reached");
+    const error = unanswered(answer);
+    if (error !== null) return finish("failed", null, error);
     if (run.lane.signal.reason instanceof RunStoppedError) return finish("failed", null, "the turn was stopped (/stop)");
     const text = answer.kind === "text" ? answer.text : null;
     // The sender reads the answer off the event; a session that is both the sender and the

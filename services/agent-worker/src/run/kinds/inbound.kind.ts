@@ -62,13 +62,8 @@ export function inboundKind(o: InboundKindOptions) {
     if (outcome.kind === "not_a_command") return answerMessages(run, [record]);
     if (!outcome.reply) return;
     // Command answers quote the command, as the command contract says.
-    run.deliver({
-      target: run.scope.chat!.address,
-      message: { text: outcome.reply.text ?? "", attachments: outcome.reply.attachments ?? [], extra: outcome.reply.extra ?? {}, replyTo: outcome.reply.replyTo ?? record.message.messageId },
-      source: "command",
-      sessionId: run.sessionId,
-      inboundMessageId: record.id,
-    });
+    const { replyTo, ...reply } = outcome.reply;
+    run.answer({ ...reply, text: reply.text ?? "" }, { source: "command", sessionId: run.sessionId, inboundMessageId: record.id, replyTo: replyTo ?? record.message.messageId });
   }
 
   return defineLaneKind<InboundRecord>({

@@ -1,6 +1,7 @@
 import { err, ok, type CronPayload, type Result, type ScheduledTurnMetadata } from "@nahida/contracts";
 import { readCronJob } from "@nahida/cron";
 import type { CronJob, CronRepository, CronRun } from "@nahida/db";
+import { unanswered } from "../agent-call";
 import { finishCronRunEffect } from "../effects/finish-cron-run.effect";
 import type { Run } from "../run";
 import { defineLaneKind } from "./lane-kind";
@@ -11,8 +12,6 @@ export interface ScheduledWork {
   job: CronJob;
   payload: Extract<CronPayload, { kind: "agent_turn" }>;
 }
-
-const NO_LLM = "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)";
 
 /** Reads one cron run for its lane item; a job deleted after it fired takes its runs with it. */
 async function loadOne(cron: CronRepository, cronRunId: string): Promise<Result<ScheduledWork, string>> {
@@ -38,22 +37,11 @@ async function answerScheduled(run: Run, { run: cronRun, job, payload }: Schedul
   const answer = await run.callAgent(sessionId, [{ role: "event", content: payload.prompt, source, metadata }]);
   const finish = (outcome: { status: "succeeded" | "failed"; error?: string; deliveryIds?: string[] }) =>
     run.uow.emit(finishCronRunEffect, { cronRunId: cronRun.id, sessionId, ...outcome });
-  switch (answer.kind) {
-    case "no_llm":
-      return finish({ status: "failed", error: NO_LLM });
-    case "failed":
-      return finish({ status: "failed", error: "the language model could not be reached" });
-    case "silent":
-      return finish({ status: "succeeded", deliveryIds: [] });
-    case "text": {
-      const deliveryId = payload.deliver ? run.answer({ text: answer.text }, { source, sessionId }) : null;
-      return finish({ status: "succeeded", deliveryIds: deliveryId ? [deliveryId] : [] });
-    }
-    default: {
-      const unreachable: never = answer;
-      throw new Error(`unknown agent answer ${JSON.stringify(unreachable)}`);
-    }
-  }
+  const error = unanswered(answer);
+  if (error !== null) return finish({ status: "failed", error });
+  // Stopped or suppressed: the turn ran, and nothing is sent.
+  const deliveryId = answer.kind === "text" && payload.deliver ? run.answer({ text: answer.text }, { source, sessionId }) : null;
+  finish({ status: "succeeded", deliveryIds: deliveryId ? [deliveryId] : [] });
 }
 
 export function scheduledTurnKind(o: { cron: CronRepository }) {
