@@ -14,3 +14,4 @@ export * from "./cron";
 export * from "./readiness";
 export * from "./cross-session";
 export * from "./turns";
+export * from "./subagents";

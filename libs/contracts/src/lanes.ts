@@ -14,15 +14,17 @@ export type LaneMode = z.infer<typeof LaneMode>;
  * - `inbound`: a stored platform message (`inbound_messages.id`);
  * - `agent_event`: an event another session or an operator put into this session;
  * - `scheduled_turn`: a cron job's agent turn (a `cron_runs` row);
- * - `subagent_result`: a finished sub-agent task reported to its parent.
+ * - `subagent_task`: a sub-agent's task, in its child session's lane (`background_tasks.id`);
+ * - `subagent_result`: a finished sub-agent task reported to its parent (`background_tasks.id`).
  */
-export const LaneItemKind = z.enum(["inbound", "agent_event", "scheduled_turn", "subagent_result"]);
+export const LaneItemKind = z.enum(["inbound", "agent_event", "scheduled_turn", "subagent_task", "subagent_result"]);
 export type LaneItemKind = z.infer<typeof LaneItemKind>;
 
 export type LaneItem =
   | { kind: "inbound"; inboundMessageId: string }
   | { kind: "agent_event"; eventId: string }
   | { kind: "scheduled_turn"; cronRunId: string }
+  | { kind: "subagent_task"; taskId: string }
   | { kind: "subagent_result"; taskId: string };
 
 /** A lane item as the lane stores it. */
@@ -39,6 +41,7 @@ export function encodeLaneItem(item: LaneItem): LaneItemRef {
       return { kind: item.kind, refId: item.eventId };
     case "scheduled_turn":
       return { kind: item.kind, refId: item.cronRunId };
+    case "subagent_task":
     case "subagent_result":
       return { kind: item.kind, refId: item.taskId };
     default: {

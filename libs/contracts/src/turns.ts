@@ -73,11 +73,34 @@ export const OutboundEventMetadata = z.looseObject({
 });
 export type OutboundEventMetadata = z.infer<typeof OutboundEventMetadata>;
 
+/** A sub-agent's task, the first turn of its child session (source `agent:<parent run>`). */
+export const SubagentTaskMetadata = z.looseObject({
+  kind: z.literal("subagent_task"),
+  task_id: z.string(),
+  label: z.string().nullable(),
+  parent_session_id: z.string(),
+});
+export type SubagentTaskMetadata = z.infer<typeof SubagentTaskMetadata>;
+
+/** A finished sub-agent's result, reported to its parent (source `subagent:<task>`); `status` is the runtime's, never the model's. */
+export const SubagentResultMetadata = z.looseObject({
+  kind: z.literal("subagent_result"),
+  task_id: z.string(),
+  label: z.string().nullable(),
+  status: z.string(),
+  child_session_id: z.string(),
+  /** `announce` or `resume`: how the parent came to hear of it. */
+  consumed_by: z.string(),
+});
+export type SubagentResultMetadata = z.infer<typeof SubagentResultMetadata>;
+
 export const EventTurnMetadata = z.discriminatedUnion("kind", [
   ScheduledTurnMetadata,
   AgentEventTurnMetadata,
   CrossSessionMessageMetadata,
   OutboundEventMetadata,
+  SubagentTaskMetadata,
+  SubagentResultMetadata,
 ]);
 export type EventTurnMetadata = z.infer<typeof EventTurnMetadata>;
 

@@ -25,6 +25,14 @@ export const agentWorkerEnvSchema = z.object({
   AGENT_SESSION_VISIBILITY: z.enum(["self", "tree", "all"]).default("tree"),
   /** The loop guard: agent events between sessions chain at most this deep. */
   AGENT_EVENT_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(5),
+  /** Sub-agents one run of a main session may start (docs/subagents.md). */
+  AGENT_SUBAGENT_MAX_CHILDREN: z.coerce.number().int().min(1).max(50).default(5),
+  /** Sub-agents running at once across the deployment (a durable semaphore in Postgres); the same on every replica. */
+  AGENT_SUBAGENT_MAX_RUNNING: z.coerce.number().int().min(1).max(1_000).default(8),
+  /** A sub-agent still running after this many seconds is ended as timed_out (its spawn may ask for less or more). */
+  AGENT_SUBAGENT_TIMEOUT_S: z.coerce.number().int().min(10).max(86_400).default(900),
+  /** Characters of the parent's conversation a sub-agent spawned with context `fork` gets. */
+  AGENT_SUBAGENT_FORK_CHARS: z.coerce.number().int().min(0).max(200_000).default(12_000),
   /** A delivery still queued after this long expires instead of arriving late. */
   NAHIDA_DELIVERY_TTL_MS: positiveMs.default(3_600_000),
 });

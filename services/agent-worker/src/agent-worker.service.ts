@@ -6,12 +6,14 @@ import { LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/
 import type { CronJobs } from "@nahida/cron";
 import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
 import { SessionEvents, type Outbox } from "@nahida/outbox";
-import type { TypedQueue } from "@nahida/queue";
+import { every, type Periodic, type TypedQueue } from "@nahida/queue";
+import { TaskLedger, localExecutor } from "@nahida/tasks";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
 import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
 import { cronTools, type CronToolScope } from "./agent/tools/cron.tools";
 import { sessionTools } from "./agent/tools/session.tools";
+import { subagentTools } from "./agent/tools/subagent.tools";
 import { currentTimeTool } from "./agent/tools/current-time.tool";
 import { workspaceReadTool } from "./agent/tools/workspace-read.tool";
 import { builtinCommands } from "./commands/builtin.commands";
@@ -23,10 +25,11 @@ import { createAgentCaller } from "./run/agent-call";
 import { LaneKinds, builtinLaneKinds, type LaneKind } from "./run/kinds";
 import { createRunHandler } from "./run/run-handler";
 import { ScopeReader } from "./run/run-scope";
+import type { SubagentLimits } from "./run/tool-outbox";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
-  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "policies" | "runs">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "policies" | "runs" | "tasks">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
   /** Checks the cron jobs the agent's tools and `/cron` create and edit. */
@@ -37,6 +40,8 @@ export interface AgentWorkerOptions {
   sessionVisibility?: SessionVisibility;
   /** The loop guard: the longest chain of agent events between sessions (default 5). */
   maxEventDepth?: number;
+  /** Sub-agent limits (docs/subagents.md); `maxRunning` must be the same on every replica. Defaults: 5 children a run, 8 running, 900 s. */
+  subagents?: Partial<SubagentLimits> & { maxRunning?: number; sweepMs?: number; ledger?: TaskLedger };
   clock: Clock;
   /** Non-blocking Redis for producers, flags and publishing. */
   redis: Redis;
@@ -78,10 +83,21 @@ export interface RunningAgentWorker {
 
 const MAX_ATTEMPTS = 3;
 const DEFAULT_MAX_EVENT_DEPTH = 5;
+const SUBAGENT_DEFAULTS = { maxChildren: 5, maxRunning: 8, timeoutMs: 900_000, forkChars: 12_000, forkTurns: 60 };
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const { inbound, sessions, turns, cron, events, policies, runs } = o.repositories;
+  const { inbound, sessions, turns, cron, events, policies, runs, tasks } = o.repositories;
+  const subagents = { ...SUBAGENT_DEFAULTS, ...o.subagents };
+  const ledger =
+    o.subagents?.ledger ??
+    new TaskLedger({
+      db: o.db,
+      tasks,
+      executor: localExecutor({ redis: o.redis, prefix: o.prefix }),
+      maxRunning: subagents.maxRunning,
+      wake: (laneKey) => wakeLane(o.queues.lanes, laneKey),
+    });
   const laneStore = new LaneStore(o.db);
   const sessionEvents = new SessionEvents({
     events,
@@ -102,11 +118,12 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
   tools.register(...cronTools({ cron, scope: o.cronToolScope ?? "chat" }));
   tools.register(...sessionTools({ events, sessions, turns, policies, runs, visibility: o.sessionVisibility ?? "tree", maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH, logger }));
+  tools.register(...subagentTools({ tasks, toolNames: () => tools.names() }));
   tools.register(...(o.tools ?? []));
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
   const model = o.llm?.model ?? null;
   const kinds = new LaneKinds().register(
-    ...builtinLaneKinds({ inbound, cron, events, sessions, commands, cronJobs: o.cronJobs, redis: o.redis, prefix: o.prefix, model }),
+    ...builtinLaneKinds({ inbound, cron, events, sessions, tasks, commands, cronJobs: o.cronJobs, redis: o.redis, prefix: o.prefix, model }),
     ...(o.laneKinds ?? []),
   );
   const contextBuilder = createContextBuilder({
@@ -127,8 +144,9 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       outbox: o.outbox,
       cronJobs: o.cronJobs,
       sessionEvents,
+      subagents: { ...subagents, ledger },
     }),
-    effects: { outbox: o.outbox, sessions, turns, events, sessionEvents, cron, cronJobs: o.cronJobs, lanes: laneStore },
+    effects: { outbox: o.outbox, sessions, turns, events, sessionEvents, cron, cronJobs: o.cronJobs, lanes: laneStore, ledger },
     turns,
     historyTurns: o.historyTurns,
     clock: o.clock,
@@ -158,11 +176,17 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     if (lanes.abortRun(laneKey)) logger.info({ laneKey }, "run stopped by /stop");
   });
   lanes.start();
+  // Every replica sweeps: each write is conditional, so a task ends once whoever sweeps it.
+  const taskSweep: Periodic = every(subagents.sweepMs ?? o.timings.laneSweepMs, async () => {
+    const swept = await ledger.sweep();
+    if (swept.timedOut + swept.lost + swept.orphaned > 0) logger.warn(swept, "sub-agent tasks ended by the sweep");
+  }, (error) => logger.warn({ err: (error as Error).message }, "sub-agent sweep failed"));
 
   return {
     lanes,
     readiness: () => lanes.readiness(),
     async stop() {
+      taskSweep.stop();
       await lanes.close();
       for (const redis of owned) redis.disconnect();
     },

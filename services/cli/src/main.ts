@@ -7,6 +7,7 @@ import { CRON_USAGE, cronCommand } from "./cron.command";
 import { DELIVERIES_USAGE, deliveriesCommand } from "./deliveries.command";
 import { POLICY_USAGE, policyCommand } from "./policy.command";
 import { SESSIONS_USAGE, sessionsCommand } from "./sessions.command";
+import { TASKS_USAGE, tasksCommand } from "./tasks.command";
 import { UsageError } from "./usage-error";
 
 const USAGE = `Usage: nahida <command> [options]
@@ -16,6 +17,7 @@ const USAGE = `Usage: nahida <command> [options]
                                   queue a message; --attach paths are inside the server's workspace
 ${DELIVERIES_USAGE}
 ${SESSIONS_USAGE}
+${TASKS_USAGE}
 ${POLICY_USAGE}
   tokens create --name NAME --scopes send,read,cron,admin
                                   create an API token (the secret is printed once)
@@ -122,6 +124,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case "policy":
       return print(await policyCommand(api, rest));
+    case "tasks":
+      return print(await tasksCommand(api, rest));
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

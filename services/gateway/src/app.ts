@@ -17,6 +17,7 @@ import { sendRoutes } from "./routes/send/send.route";
 import { policyRoutes } from "./routes/policy/policy.route";
 import { sessionEventRoutes, type SessionEventRouteOptions } from "./routes/sessions/session-events.route";
 import { sessionRoutes } from "./routes/sessions/sessions.route";
+import { taskRoutes, type TaskRouteOptions } from "./routes/tasks/tasks.route";
 import { tokenRoutes } from "./routes/tokens/tokens.route";
 import type { SendService } from "./services/send.service";
 
@@ -31,6 +32,8 @@ export interface ApiOptions {
   /** `POST /api/sessions/:id/events`: the outbox's session events. */
   sessionEvents: SessionEventRouteOptions["sessionEvents"];
   tokens: ApiTokenRepository;
+  /** Sub-agent tasks: read, and stopped by operators. */
+  ledger: TaskRouteOptions["ledger"];
   cron: CronRepository;
   cronJobs: CronJobs;
   send: SendService;
@@ -74,6 +77,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(deliveryRoutes, { deliveries: api.deliveries, retry: api.retryDelivery });
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
   await fastify.register(sessionEventRoutes, { sessionEvents: api.sessionEvents, events: api.events });
+  await fastify.register(taskRoutes, { ledger: api.ledger, sessions: api.sessions });
   await fastify.register(policyRoutes, { policies: api.policies });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });

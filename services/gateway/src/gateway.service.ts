@@ -7,6 +7,7 @@ import type { Outbox, SessionEvents } from "@nahida/outbox";
 import type { MetricsRouteOptions } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 import { pingRedis } from "@nahida/queue";
+import type { TaskLedger } from "@nahida/tasks";
 import { app } from "./app";
 import { createSendService } from "./services/send.service";
 
@@ -21,6 +22,8 @@ export interface GatewayOptions {
   outbox: Outbox;
   /** Operators' events into sessions go through it (it appends to the target's lane). */
   sessionEvents: SessionEvents;
+  /** Sub-agent tasks for the /api/tasks routes (an operator's stop ends a task through it). */
+  ledger: TaskLedger;
   /** Cron job writes (checks, quota) for the /api/cron routes. */
   cronJobs: CronJobs;
   redis: Redis;
@@ -63,6 +66,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       policies,
       sessionEvents: options.sessionEvents,
       tokens,
+      ledger: options.ledger,
       cron,
       cronJobs: options.cronJobs,
       redis: options.redis,

@@ -14,6 +14,7 @@ import { LaneStore, wakeLane } from "@nahida/lanes";
 import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
 import { createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts } from "@nahida/queue";
 import { startScheduler } from "@nahida/scheduler";
+import { TaskLedger, localExecutor } from "@nahida/tasks";
 import { startChannelIngress } from "./channel-ingress";
 import type { IngressServiceName } from "./channel-instances.env";
 import { channelModule } from "./channel-modules";
@@ -96,6 +97,14 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     wake: (laneKey) => wakeLane(queues.lanes, laneKey),
     transaction: (fn) => db.prisma.$transaction(fn),
   });
+  // Sub-agent tasks: the agent worker spawns and ends them, the gateway reads and stops them.
+  const ledger = new TaskLedger({
+    db,
+    tasks: repositories.tasks,
+    executor: localExecutor({ redis, prefix }),
+    maxRunning: env.AGENT_SUBAGENT_MAX_RUNNING,
+    wake: (laneKey) => wakeLane(queues.lanes, laneKey),
+  });
   const cronJobs = new CronJobs({
     cron: repositories.cron,
     // An edit waits for a scheduler's claim of the same job to commit; give it the time one can take.
@@ -134,6 +143,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         repositories,
         outbox,
         sessionEvents,
+        ledger,
         cronJobs,
         redis,
         logger: logger.child({ component: "gateway" }),
@@ -168,6 +178,13 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         cronToolScope: env.AGENT_CRON_SCOPE,
         sessionVisibility: env.AGENT_SESSION_VISIBILITY,
         maxEventDepth: env.AGENT_EVENT_MAX_DEPTH,
+        subagents: {
+          ledger,
+          maxChildren: env.AGENT_SUBAGENT_MAX_CHILDREN,
+          maxRunning: env.AGENT_SUBAGENT_MAX_RUNNING,
+          timeoutMs: env.AGENT_SUBAGENT_TIMEOUT_S * 1_000,
+          forkChars: env.AGENT_SUBAGENT_FORK_CHARS,
+        },
         clock,
         redis,
         createConnection: (purpose) => createConnection(purpose),

@@ -8,3 +8,4 @@ export * from "./cron.repository";
 export * from "./session-event.repository";
 export * from "./run.repository";
 export * from "./policy.repository";
+export * from "./background-task.repository";

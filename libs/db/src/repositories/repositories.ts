@@ -1,5 +1,6 @@
 import type { Database } from "../database";
 import { ApiTokenRepository } from "./api-token.repository";
+import { BackgroundTaskRepository } from "./background-task.repository";
 import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
@@ -20,6 +21,7 @@ export interface Repositories {
   events: SessionEventRepository;
   policies: PolicyRepository;
   runs: RunRepository;
+  tasks: BackgroundTaskRepository;
 }
 
 export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
@@ -34,5 +36,6 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     events: new SessionEventRepository(prisma),
     policies: new PolicyRepository(prisma),
     runs: new RunRepository(db.pool),
+    tasks: new BackgroundTaskRepository(prisma),
   };
 }

@@ -8,8 +8,12 @@ export type LoopTurn =
   | { role: "tool"; toolCallId: string; name: string; content: string };
 
 export interface AgentLoopResult {
-  /** The model's final text before reply signals; null when the iteration cap was hit. */
+  /** The model's final text before reply signals; null when the iteration cap was hit or a tool ended the turn. */
   finalText: string | null;
+  /** A tool ended the turn (`agent_yield`): there is no answer, and none is owed. */
+  ended: boolean;
+  /** Tokens the model calls used, as the API reported them. */
+  usage: { input: number; output: number };
   /** Tool-call traffic in order (assistant requests and tool results). */
   turns: LoopTurn[];
   iterations: number;
@@ -27,15 +31,20 @@ export interface AgentLoopOptions {
  * it answers without tool calls or the iteration cap is reached.
  */
 export function createAgentLoop(options: AgentLoopOptions) {
-  return async function runAgent(messages: ChatMessage[], context: ToolContext & { user: string }): Promise<AgentLoopResult> {
+  return async function runAgent(messages: ChatMessage[], caller: Omit<ToolContext, "endTurn"> & { user: string }): Promise<AgentLoopResult> {
     const conversation = [...messages];
     const turns: LoopTurn[] = [];
-    const specs = options.tools.specs();
+    const usage = { input: 0, output: 0 };
+    let ended = false;
+    const context: ToolContext = { ...caller, endTurn: () => void (ended = true) };
+    const specs = options.tools.specs(context);
     for (let iteration = 1; iteration <= options.maxIterations; iteration++) {
       context.signal.throwIfAborted();
-      const completion = await options.llm.complete({ messages: conversation, tools: specs, user: context.user, signal: context.signal });
+      const completion = await options.llm.complete({ messages: conversation, tools: specs, user: caller.user, signal: context.signal });
+      usage.input += completion.usage?.input ?? 0;
+      usage.output += completion.usage?.output ?? 0;
       if (completion.toolCalls.length === 0) {
-        return { finalText: completion.content ?? "", turns, iterations: iteration };
+        return { finalText: completion.content ?? "", ended: false, usage, turns, iterations: iteration };
       }
       const content = completion.content ?? "";
       conversation.push({ role: "assistant", content: content || null, tool_calls: completion.toolCalls });
@@ -46,8 +55,10 @@ export function createAgentLoop(options: AgentLoopOptions) {
         conversation.push({ role: "tool", tool_call_id: call.id, content: rendered });
         turns.push({ role: "tool", toolCallId: call.id, name: call.function.name, content: rendered });
       }
+      // After the whole batch: the model asked for these calls together, each gets its result.
+      if (ended) return { finalText: null, ended: true, usage, turns, iterations: iteration };
     }
-    return { finalText: null, turns, iterations: options.maxIterations };
+    return { finalText: null, ended: false, usage, turns, iterations: options.maxIterations };
   };
 }
 

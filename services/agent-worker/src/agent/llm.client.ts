@@ -33,6 +33,8 @@ export interface CompletionRequest {
 export interface Completion {
   content: string | null;
   toolCalls: ToolCall[];
+  /** Tokens in and out, when the API reports them. */
+  usage?: { input: number; output: number };
 }
 
 /** The agent's only view of a language model. */
@@ -119,7 +121,11 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
       call.type === "function" ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: wellFormed(call.function.arguments) } }] : [],
     );
     // What the model says is stored and sent; it must be text Postgres takes.
-    const result: Completion = { content: message?.content == null ? null : wellFormed(message.content), toolCalls };
+    const result: Completion = {
+      content: message?.content == null ? null : wellFormed(message.content),
+      toolCalls,
+      ...(response.usage ? { usage: { input: response.usage.prompt_tokens, output: response.usage.completion_tokens } } : {}),
+    };
     return { result, response };
   }
 }

@@ -1,7 +1,8 @@
 import { z } from "zod";
-import type { CronCreateRequest, CronUpdateRequest, OutboundMessage, Result, SessionEventMode } from "@nahida/contracts";
+import type { BackgroundTask, CronCreateRequest, CronUpdateRequest, OutboundMessage, Result, SessionEventMode, SubagentSpec } from "@nahida/contracts";
 import type { CronJobError } from "@nahida/cron";
 import type { OutboxError } from "@nahida/outbox";
+import type { SpawnRefusal } from "@nahida/tasks";
 import type { ToolSpec } from "./llm.client";
 
 /**
@@ -31,6 +32,24 @@ export interface ToolOutbox {
   updateCron(jobId: string, request: CronUpdateRequest): Promise<Result<void, CronJobError>>;
   /** Deletes a cron job in the commit. */
   deleteCron(jobId: string): Promise<Result<void, CronJobError>>;
+  /**
+   * Starts a sub-agent at once (its task committed in its own transaction, so it can be
+   * waited for in this turn). Its id is derived from the run's first lane item and the
+   * call, so a retried run finds the child it started instead of starting another; the
+   * run owns it once it commits, and a run that never commits has it cancelled.
+   */
+  spawnTask(spec: SubagentSpec): Promise<Result<{ task: BackgroundTask; created: boolean }, SpawnRefusal>>;
+  /** Takes these finished children's results in the run's commit (`agent_wait`): no announce turn follows. */
+  takeResults(taskIds: readonly string[]): void;
+  /** Every result of this session's children nobody took yet waits to resume the session together (`agent_yield`). */
+  yieldForChildren(): void;
+  /** Ends these children (`cancelled`) in the run's commit and aborts their runs after it; nobody is told. */
+  stopTasks(taskIds: readonly string[]): void;
+  /**
+   * This session's children whose results nobody has taken, as this run leaves them: owned
+   * (adopted, or spawned by this run), not taken by this run's `agent_wait`, not stopped by it.
+   */
+  openChildren(): Promise<BackgroundTask[]>;
 }
 
 
@@ -54,6 +73,10 @@ export interface ToolContext {
   eventDepth: number;
   /** A sub-agent's session (it has a parent): no `message`, `sessions_send` or spawning. */
   subagent: boolean;
+  /** The tools this call may use, when narrowed (a sub-agent spawned with `tools`); null: every permitted one. */
+  allowedTools: readonly string[] | null;
+  /** Ends the agent call after the current tool calls: no further model call, no answer (`agent_yield`). */
+  endTurn(): void;
   signal: AbortSignal;
   /** Every side effect of a tool goes through here, into the run's fenced commit. */
   outbox: ToolOutbox;
@@ -61,6 +84,8 @@ export interface ToolContext {
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
+  /** Other names a call may use (a peer's name for the same tool); not offered to the model. */
+  aliases?: string[];
   description: string;
   parameters: S;
   /** Return false to refuse the call (the model is told it is not permitted). */
@@ -85,22 +110,43 @@ export class ToolRegistry {
   /** JSON schemas are derived once per registration, not on every model call. */
   private specCache: ToolSpec[] | undefined;
 
+  private readonly aliases = new Map<string, string>();
+
   register(...tools: ToolDefinition[]): this {
-    for (const tool of tools) this.tools.set(tool.name, tool);
+    for (const tool of tools) {
+      this.tools.set(tool.name, tool);
+      for (const alias of tool.aliases ?? []) this.aliases.set(alias, tool.name);
+    }
     this.specCache = undefined;
     return this;
   }
 
-  specs(): ToolSpec[] {
+  /** The names of the registered tools (not their aliases). */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  /** The tools the model is offered; with `context`, only those this call may use. */
+  specs(context?: ToolContext): ToolSpec[] {
     this.specCache ??= [...this.tools.values()].map((tool) => {
       const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" }) as Record<string, unknown>;
       return { name: tool.name, description: tool.description, parameters };
     });
-    return this.specCache;
+    if (!context) return this.specCache;
+    return this.specCache.filter((spec) => this.refusal(this.tools.get(spec.name)!, context) === null);
+  }
+
+  /** Why `context` may not use `tool`; null when it may. */
+  private refusal(tool: ToolDefinition, context: ToolContext): string | null {
+    if (context.allowedTools && !context.allowedTools.includes(tool.name)) return `${tool.name} is not among the tools this sub-agent was given`;
+    if (tool.permitted && !tool.permitted(context)) {
+      return context.subagent ? `${tool.name} is not permitted to a sub-agent (no spawning, message or sessions_send)` : `${tool.name} is not permitted here`;
+    }
+    return null;
   }
 
   async execute(name: string, rawArguments: string, context: ToolContext): Promise<ToolOutcome> {
-    const tool = this.tools.get(name);
+    const tool = this.tools.get(name) ?? this.tools.get(this.aliases.get(name) ?? "");
     if (!tool) return { ok: false, error: `unknown tool ${JSON.stringify(name)}; available: ${[...this.tools.keys()].join(", ")}` };
     let json: unknown;
     try {
@@ -113,7 +159,8 @@ export class ToolRegistry {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
       return { ok: false, error: `invalid arguments for ${name}: ${issues}` };
     }
-    if (tool.permitted && !tool.permitted(context)) return { ok: false, error: `${name} is not permitted here` };
+    const refused = this.refusal(tool, context);
+    if (refused !== null) return { ok: false, error: refused };
     try {
       return { ok: true, result: await tool.execute(parsed.data, context) };
     } catch (error) {

@@ -59,8 +59,13 @@ const reset: Command = {
 
 const stop: Command = {
   name: "stop",
-  description: "stop the reply in progress",
-  handler: async ({ context }) => ((await context.consumeStopped()) ? "Stopped the reply in progress." : "Nothing was running."),
+  description: "stop the reply in progress and this conversation's sub-agents",
+  handler: async ({ context }) => {
+    const [stopped, children] = [await context.consumeStopped(), await context.stopSubagents()];
+    const subagents = children === 0 ? "" : ` Stopped ${children} sub-agent${children === 1 ? "" : "s"}.`;
+    if (stopped) return `Stopped the reply in progress.${subagents}`;
+    return children === 0 ? "Nothing was running." : subagents.trim();
+  },
 };
 
 const model: Command = {

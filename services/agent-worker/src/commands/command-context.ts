@@ -37,5 +37,7 @@ export interface CommandContext {
   cron: ChatCronJobs;
   /** True when a reply in progress was stopped by this `/stop` (and clears the mark). */
   consumeStopped(): Promise<boolean>;
+  /** Stops the session's sub-agents that are still running or queued (`/stop`), in the run's commit; returns how many. */
+  stopSubagents(): Promise<number>;
   commandList(): { name: string; description: string; usage?: string }[];
 }

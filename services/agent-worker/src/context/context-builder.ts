@@ -1,6 +1,8 @@
 import {
   readTurn,
   type AgentEventTurnMetadata,
+  type SubagentResultMetadata,
+  type SubagentTaskMetadata,
   type Attachment,
   type CrossSessionMessageMetadata,
   type EventTurnMetadata,
@@ -53,8 +55,21 @@ function renderScheduledTurn(metadata: ScheduledTurnMetadata, prompt: string): s
   return `[scheduled task "${name}" | slot ${metadata.slot} | not a message from a user]\n${prompt}`;
 }
 
+const cleanLabel = (label: string | null) => (label === null ? "" : ` "${label.replace(/[\r\n\]|"]/g, " ").slice(0, 100)}"`);
+
+/** A sub-agent's task: the first turn of its session, from its parent's agent, never from a user. */
+function renderSubagentTask(metadata: SubagentTaskMetadata, content: string): string {
+  return `[sub-agent task${cleanLabel(metadata.label)} from session ${metadata.parent_session_id} | not a message from a user | your final answer is the task's result, reported to that session]\n${content}`;
+}
+
+/** A child's result as its parent hears it; the status is the runtime's. */
+function renderSubagentResult(metadata: SubagentResultMetadata, content: string): string {
+  return `[sub-agent${cleanLabel(metadata.label)} (task ${metadata.task_id}) ${metadata.status} | not a message from a user]\n${content}`;
+}
+
 /** Events that speak to the model as a turn of their own (a window of history may start at one). */
-const isPromptEvent = (turn: TypedTurn): boolean => turn.role === "event" && (turn.metadata.kind === "scheduled_turn" || turn.metadata.kind === "agent_event");
+const PROMPT_EVENTS = new Set<EventTurnMetadata["kind"]>(["scheduled_turn", "agent_event", "subagent_task", "subagent_result"]);
+const isPromptEvent = (turn: TypedTurn): boolean => turn.role === "event" && PROMPT_EVENTS.has(turn.metadata.kind);
 
 function attachmentMarkers(attachments: Attachment[] | undefined): string {
   if (!attachments?.length) return "";
@@ -151,6 +166,10 @@ export function createContextBuilder(options: ContextBuilderOptions) {
         return { role: "system", content: renderCrossSessionMessage(metadata, stored.content) };
       case "outbound":
         return { role: "system", content: stored.content };
+      case "subagent_task":
+        return { role: "user", content: renderSubagentTask(metadata, stored.content) };
+      case "subagent_result":
+        return { role: "user", content: renderSubagentResult(metadata, stored.content) };
       default: {
         const unreachable: never = metadata;
         throw new Error(`unhandled event ${JSON.stringify(unreachable)}`);

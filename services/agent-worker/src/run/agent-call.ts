@@ -28,8 +28,16 @@ export function unanswered(answer: AgentAnswer): string | null {
   return null;
 }
 
+/** How one agent call may act. */
+export interface AgentCallOptions {
+  /** How many agent events led to this turn (the loop guard of `sessions_send`). Default 0. */
+  eventDepth?: number;
+  /** The tools this call may use, narrowing the permitted ones (a sub-agent spawned with `tools`). */
+  allowedTools?: readonly string[] | null;
+}
+
 /** Appends `prompt` to the session and runs the agent over its history and the run's new turns. */
-export type AgentCaller = (run: Run, sessionId: string, prompt: NewTurn[], eventDepth: number) => Promise<AgentAnswer>;
+export type AgentCaller = (run: Run, sessionId: string, prompt: NewTurn[], options: AgentCallOptions) => Promise<AgentAnswer>;
 
 export interface AgentCallerOptions extends ToolOutboxOptions {
   /** Null when no LLM is configured: commands still work, the rest is answered with a hint. */
@@ -55,7 +63,7 @@ const STOPPED_MARK_MS = 10 * 60_000;
  * returned, and what the model did is stored as turns.
  */
 export function createAgentCaller(o: AgentCallerOptions): AgentCaller {
-  return async function callAgent(run, sessionId, prompt, eventDepth) {
+  return async function callAgent(run, sessionId, prompt, options) {
     const earlier = run.pendingTurns(sessionId);
     run.appendTurns(sessionId, prompt);
     if (!o.runAgent) return { kind: "no_llm" };
@@ -64,7 +72,7 @@ export function createAgentCaller(o: AgentCallerOptions): AgentCaller {
       [...earlier, ...prompt].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {}, ...(t.source ? { source: t.source } : {}) })),
     );
     if (run.lane.signal.reason instanceof RunStoppedError) return { kind: "silent" };
-    const result = await invoke(o, run, sessionId, messages, eventDepth);
+    const result = await invoke(o, run, sessionId, messages, options);
     if (result.kind !== "result") return result;
     return record(run, sessionId, result.value);
   };
@@ -76,7 +84,7 @@ async function invoke(
   run: Run,
   sessionId: string,
   messages: Awaited<ReturnType<ContextBuilder["build"]>>,
-  eventDepth: number,
+  call: AgentCallOptions,
 ): Promise<{ kind: "result"; value: AgentLoopResult } | Exclude<AgentAnswer, { kind: "text" }>> {
   const held = run.uow.hold();
   const chat = run.scope.chat;
@@ -87,13 +95,16 @@ async function invoke(
       chatAddress: chat?.address ?? null,
       runId: run.id,
       laneKey: run.lane.laneKey,
-      eventDepth,
+      eventDepth: call.eventDepth ?? 0,
       subagent: (sessionId === run.scope.session.id ? run.scope.session.parentId : null) !== null,
+      allowedTools: call.allowedTools ?? null,
       signal: run.lane.signal,
       user: sessionId,
       outbox: createToolOutbox(o, run, sessionId, held),
     });
     held.keep();
+    run.usage.input += value.usage.input;
+    run.usage.output += value.usage.output;
     return { kind: "result", value };
   } catch (error) {
     const signal = run.lane.signal;
@@ -120,6 +131,8 @@ function record(run: Run, sessionId: string, result: AgentLoopResult): AgentAnsw
         : { role: "tool", content: turn.content, metadata: { tool_call_id: turn.toolCallId, name: turn.name }, source: "agent" },
     ),
   );
+  // A tool ended the turn (`agent_yield`): the parent resumes when its children are done.
+  if (result.ended) return { kind: "silent" };
   const finalText = result.finalText ?? `I stopped after ${result.iterations} steps without finishing. Please ask again or narrow the request.`;
   const decision = applyReplySignals(finalText);
   if (decision.action === "suppress") {

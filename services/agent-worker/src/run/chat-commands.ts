@@ -1,10 +1,11 @@
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
-import type { CronRepository, InboundRecord } from "@nahida/db";
+import type { BackgroundTaskRepository, CronRepository, InboundRecord } from "@nahida/db";
 import { stoppedKey } from "./agent-call";
 import type { ChatCronJobs, CommandContext } from "../commands/command-context";
 import type { CommandRouter } from "../commands/command-router";
 import { cronWriteEffect } from "./effects/cron-write.effect";
+import { taskLedgerEffect } from "./effects/task-ledger.effect";
 import type { Run } from "./run";
 
 export interface ChatCommandsOptions {
@@ -17,6 +18,8 @@ export interface ChatCommandsOptions {
   redis: Redis;
   prefix: string;
   model: string | null;
+  /** The session's sub-agents, which `/stop` ends. */
+  tasks: BackgroundTaskRepository;
 }
 
 /** Jobs `/cron list` shows. */
@@ -67,6 +70,13 @@ export function commandContext(o: ChatCommandsOptions, run: Run, record: Inbound
     setSendOverride: (value) => run.changeSetting({ setting: "send_override", value }),
     setQueueMode: (value) => run.changeSetting({ setting: "queue_mode", value }),
     consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.lane.laneKey))) !== null,
+    stopSubagents: async () => {
+      const open = await o.tasks.openOf(run.sessionId);
+      if (open.length > 0) {
+        run.uow.emit(taskLedgerEffect, { op: "finish", ids: open.map((t) => t.id), outcome: { status: "cancelled", error: "stopped by /stop in its parent's chat", consumedBy: "stopped" } });
+      }
+      return open.length;
+    },
     commandList: () => o.commands.list(),
     cron: chatCron(o, run, chat.address),
   };

@@ -82,7 +82,11 @@ export function createRunHandler(o: RunHandlerOptions): LaneHandler {
     const after = await commit(lane, run, o);
     // After the commit: a crash here leaves queued rows that the delivery sweeper re-enqueues,
     // and lanes that the lane sweeper wakes.
-    await Promise.all([o.effects.outbox.dispatch(after.deliveryIds), o.effects.sessionEvents.wake(after.wake)]);
+    await Promise.all([
+      o.effects.outbox.dispatch(after.deliveryIds),
+      o.effects.sessionEvents.wake(after.wake),
+      o.effects.ledger.afterCommit({ wake: [], stop: after.stopTasks }),
+    ]);
   };
 }
 

@@ -4,7 +4,7 @@ import type { NewTurn, Turn, TurnRepository } from "@nahida/db";
 import type { LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import type { OutboxRequest } from "@nahida/outbox";
-import type { AgentAnswer, AgentCaller } from "./agent-call";
+import type { AgentAnswer, AgentCallOptions, AgentCaller } from "./agent-call";
 import { appendTurnsEffect } from "./effects/append-turns.effect";
 import { chatSettingEffect, type ChatSetting } from "./effects/chat-setting.effect";
 import { clearHistoryEffect } from "./effects/clear-history.effect";
@@ -42,8 +42,10 @@ export interface AnswerRoute {
  */
 export class Run {
   readonly uow = new UnitOfWork();
-  /** Calls of `sendEventNow` so far, by their key: the n-th identical call is a different event. */
+  /** Calls of `sendEventNow` and `spawnTask` so far, by their key: the n-th identical call is a different event or task. */
   readonly immediateCalls = new Map<string, number>();
+  /** Tokens this run's agent calls used. */
+  readonly usage = { input: 0, output: 0 };
   private cachedHistory: RunOptions["history"];
 
   constructor(
@@ -187,8 +189,14 @@ export class Run {
   }
 
   /** Appends `prompt` to the session and runs the agent over it (`agent-call.ts`). */
-  callAgent(sessionId: string, prompt: NewTurn[], eventDepth = 0): Promise<AgentAnswer> {
-    return this.o.agent(this, sessionId, prompt, eventDepth);
+  callAgent(sessionId: string, prompt: NewTurn[], options: AgentCallOptions = {}): Promise<AgentAnswer> {
+    return this.o.agent(this, sessionId, prompt, options);
+  }
+
+  /** The session's recent conversation as this run sees it: its stored turns (unless wiped or new) and the ones this run adds. */
+  async conversation(sessionId: string, limit: number): Promise<{ role: string; content: string; metadata?: unknown }[]> {
+    const stored = this.hasStoredHistory(sessionId) ? await this.o.turns.recent(sessionId, limit) : [];
+    return [...stored, ...this.pendingTurns(sessionId)].slice(-limit);
   }
 
   reject(itemId: string, reason: string): void {

@@ -1,12 +1,16 @@
 import { createHash, randomUUID } from "node:crypto";
 import { ok } from "@nahida/contracts";
+import type { TaskLedger } from "@nahida/tasks";
+import { renderForkContext } from "../context/fork-context";
 import type { CronJobs } from "@nahida/cron";
+import { currentTraceparent } from "@nahida/observability";
 import type { Outbox, SessionEvents } from "@nahida/outbox";
 import type { ToolOutbox } from "../agent/tool-registry";
 import { cronWriteEffect } from "./effects/cron-write.effect";
 import { deliverEffect } from "./effects/deliver.effect";
 import { recordTurnEffect } from "./effects/record-turn.effect";
 import { sendEventEffect } from "./effects/send-event.effect";
+import { taskLedgerEffect } from "./effects/task-ledger.effect";
 import type { Run } from "./run";
 import type { HeldEffects } from "./unit-of-work";
 
@@ -15,6 +19,27 @@ export interface ToolOutboxOptions {
   cronJobs: CronJobs;
   /** Events sent at once to be waited for (`sendEventNow`). */
   sessionEvents: SessionEvents;
+  /** Sub-agent tasks and their limits (`spawnTask`). */
+  subagents: SubagentLimits & { ledger: TaskLedger };
+}
+
+/** The sub-agent limits a spawn is checked against (docs/subagents.md). */
+export interface SubagentLimits {
+  /** Children one parent run may start. */
+  maxChildren: number;
+  /** A child's timeout when its spawn names none. */
+  timeoutMs: number;
+  /** Characters of the parent's conversation a `fork` child gets. */
+  forkChars: number;
+  /** Turns of the parent's conversation read for a `fork` child. */
+  forkTurns: number;
+}
+
+/** The n-th call with `key` in this run: a retried run's n-th identical call is the same one. */
+function nthCall(run: Run, key: string): string {
+  const n = (run.immediateCalls.get(key) ?? 0) + 1;
+  run.immediateCalls.set(key, n);
+  return derivedId(`${key}|${n}`);
 }
 
 /** A UUID-shaped id derived from `key` (the same key, the same id). */
@@ -59,10 +84,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
     async sendEventNow(event) {
       // Named by the run's first lane item, not the text: a retried run's model may word it
       // differently; its n-th waited-for send to the same session is the same event.
-      const key = `${run.lane.items[0]?.id ?? run.id}|${sessionId}|${event.sessionId}|${event.mode}`;
-      const n = (run.immediateCalls.get(key) ?? 0) + 1;
-      run.immediateCalls.set(key, n);
-      const id = derivedId(`${key}|${n}`);
+      const id = nthCall(run, `${run.lane.items[0]?.id ?? run.id}|${sessionId}|${event.sessionId}|${event.mode}`);
       const sent = await o.sessionEvents.send({ ...event, id, source, fromSessionId: sessionId });
       return sent.ok ? ok({ eventId: id }) : sent;
     },
@@ -89,6 +111,53 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       if (!checked.ok) return checked;
       held.emit(cronWriteEffect, { kind: "delete", jobId });
       return ok(undefined);
+    },
+    async spawnTask(spec) {
+      const limits = o.subagents;
+      // Named by the run's first lane item, like `sendEventNow`: a retried run's n-th spawn finds the child the first attempt started.
+      const spawnItem = run.lane.items[0];
+      if (!spawnItem) throw new Error(`run ${run.id} has no lane item to name its children by`);
+      const id = nthCall(run, `${spawnItem.id}|${sessionId}|spawn`);
+      const forkContext = spec.context === "fork" ? renderForkContext(await run.conversation(sessionId, limits.forkTurns), limits.forkChars) : null;
+      const spawned = await limits.ledger.spawn(
+        {
+          id,
+          parentSessionId: sessionId,
+          parentLaneKey: run.lane.laneKey,
+          spawnItemId: spawnItem.id,
+          parentRunId: run.id,
+          childSessionId: derivedId(`${id}|child`),
+          task: spec.task,
+          label: spec.label ?? null,
+          instructions: spec.instructions ?? null,
+          contextMode: spec.context,
+          forkContext,
+          tools: spec.tools ?? null,
+          timeoutMs: spec.timeoutSeconds !== undefined ? spec.timeoutSeconds * 1_000 : limits.timeoutMs,
+          traceparent: currentTraceparent(),
+        },
+        limits.maxChildren,
+      );
+      if (spawned.ok) held.emit(taskLedgerEffect, { op: "adopt", ids: [id] });
+      return spawned;
+    },
+    takeResults(taskIds) {
+      if (taskIds.length > 0) held.emit(taskLedgerEffect, { op: "consume", ids: [...taskIds], by: "wait" });
+    },
+    yieldForChildren() {
+      held.emit(taskLedgerEffect, { op: "yield", sessionId });
+    },
+    async openChildren() {
+      const ops = [...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)];
+      const mine = new Set(ops.flatMap((op) => (op.op === "adopt" ? op.ids : [])));
+      const done = new Set(ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : [])));
+      const tasks = await o.subagents.ledger.tasks.unconsumedOf(sessionId);
+      return tasks.filter((t) => t.consumedBy === null && (t.adopted || mine.has(t.id)) && !done.has(t.id));
+    },
+    stopTasks(taskIds) {
+      if (taskIds.length > 0) {
+        held.emit(taskLedgerEffect, { op: "finish", ids: [...taskIds], outcome: { status: "cancelled", error: "stopped by its parent (agent_stop)", consumedBy: "stopped" } });
+      }
     },
   };
 }

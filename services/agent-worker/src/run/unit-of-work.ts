@@ -9,6 +9,8 @@ interface Emitted {
 /** Effects set aside until `keep()` adds them to the run (a tool's, once its agent call returned). */
 export interface HeldEffects {
   emit<V>(kind: EffectKind<V>, value: V): void;
+  /** The values of `kind` held so far, in order. */
+  values<V>(kind: EffectKind<V>): V[];
   keep(): void;
 }
 
@@ -39,6 +41,7 @@ export class UnitOfWork {
     const held: Emitted[] = [];
     return {
       emit: (kind, value) => void held.push({ kind: kind as EffectKind<unknown>, value }),
+      values: <V>(kind: EffectKind<V>) => held.filter((e) => e.kind === kind).map((e) => e.value as V),
       keep: () => void this.effects.push(...held.splice(0)),
     };
   }
@@ -49,7 +52,7 @@ export class UnitOfWork {
    */
   parts(env: EffectEnv): { parts: FencedPart[]; after: AfterCommit } | null {
     const parts: FencedPart[] = [];
-    const after: AfterCommit = { deliveryIds: [], wake: [] };
+    const after: AfterCommit = { deliveryIds: [], wake: [], stopTasks: [] };
     for (const [kind, values] of this.byKind()) {
       const written = kind.parts?.(values, env) ?? null;
       if (written === null) return null;
@@ -61,7 +64,7 @@ export class UnitOfWork {
 
   /** Writes every effect in `tx` (the run's fenced transaction), kind by kind in stage order. */
   async commit(tx: Tx, env: EffectEnv): Promise<AfterCommit> {
-    const after: AfterCommit = { deliveryIds: [], wake: [] };
+    const after: AfterCommit = { deliveryIds: [], wake: [], stopTasks: [] };
     for (const [kind, values] of this.byKind()) merge(after, (await kind.write(values, tx, env)) ?? undefined);
     return after;
   }
@@ -85,4 +88,5 @@ export class UnitOfWork {
 function merge(into: AfterCommit, from: Partial<AfterCommit> | undefined): void {
   if (from?.deliveryIds) into.deliveryIds.push(...from.deliveryIds);
   if (from?.wake) into.wake.push(...from.wake);
+  if (from?.stopTasks) into.stopTasks.push(...from.stopTasks);
 }

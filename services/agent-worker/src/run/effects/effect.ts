@@ -2,11 +2,14 @@ import type { CronJobs } from "@nahida/cron";
 import type { CronRepository, FencedPart, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
 import type { Outbox, SessionEvents } from "@nahida/outbox";
+import type { TaskLedger } from "@nahida/tasks";
 
 /** What a commit leaves to do once it is in: deliveries to enqueue and lanes to wake (both swept up if lost). */
 export interface AfterCommit {
   deliveryIds: string[];
   wake: string[];
+  /** Sub-agent tasks the commit ended whose runs may still be going: aborted after it. */
+  stopTasks: { id: string; childSessionId: string }[];
 }
 
 /** The stores effects write through, shared by every run of a worker. */
@@ -19,6 +22,8 @@ export interface EffectStores {
   cron: CronRepository;
   cronJobs: CronJobs;
   lanes: LaneStore;
+  /** Sub-agent tasks: spawned at once, adopted, consumed and ended in commits. */
+  ledger: TaskLedger;
 }
 
 /** What an effect kind's write gets: the stores, the run, and the commit's instant. */
@@ -42,6 +47,7 @@ export const EffectStage = {
   deliveries: 50,
   jobs: 60,
   cronOutcomes: 70,
+  tasks: 74,
   events: 75,
   eventOutcomes: 80,
 } as const;

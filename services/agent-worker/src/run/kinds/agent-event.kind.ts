@@ -34,7 +34,7 @@ export function agentEventKind(o: AgentEventKindOptions) {
     const sessionId = await sessionOf(run, item);
     if (sessionId === null) return;
     const turn = { role: "event" as const, content: event.content, source: event.source, metadata: agentEventMetadata({ ...event, mode: "enqueue" }) };
-    const answer = await run.callAgent(sessionId, [turn], event.depth);
+    const answer = await run.callAgent(sessionId, [turn], { eventDepth: event.depth });
     const finish = (status: "done" | "failed", reply: string | null, error: string | null) => run.uow.emit(finishEventEffect, { eventId: event.id, status, reply, error });
     const error = unanswered(answer);
     if (error !== null) return finish("failed", null, error);

@@ -1,0 +1,2 @@
+export * from "./task-ledger";
+export * from "./local-executor";

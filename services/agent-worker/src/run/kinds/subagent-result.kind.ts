@@ -1,0 +1,95 @@
+import { err, isTerminalTask, ok, type BackgroundTask, type SubagentResultMetadata, type TaskConsumer } from "@nahida/contracts";
+import type { BackgroundTaskRepository, NewTurn } from "@nahida/db";
+import { unanswered } from "../agent-call";
+import { taskLedgerEffect, type TaskLedgerOp } from "../effects/task-ledger.effect";
+import type { Run } from "../run";
+import { defineLaneKind, type KindItem } from "./lane-kind";
+
+export interface SubagentResultKindOptions {
+  tasks: BackgroundTaskRepository;
+}
+
+/** What this run did to tasks so far: what it owns, what it took, which sessions it yielded. */
+function runTaskState(run: Run) {
+  const ops: TaskLedgerOp[] = run.uow.values(taskLedgerEffect);
+  return {
+    adopted: new Set(ops.flatMap((op) => (op.op === "adopt" ? op.ids : []))),
+    taken: new Set(ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : []))),
+    yielded: new Set(ops.flatMap((op) => (op.op === "yield" ? [op.sessionId] : []))),
+  };
+}
+
+/** A result as the parent's event turn; the status is the runtime's. */
+function resultTurn(task: BackgroundTask, by: TaskConsumer): NewTurn {
+  const metadata: SubagentResultMetadata = { kind: "subagent_result", task_id: task.id, label: task.label, status: task.status, child_session_id: task.childSessionId, consumed_by: by };
+  const content = task.status === "succeeded" ? task.result || "(it finished without a result)" : `${task.status}: ${task.error ?? "no reason recorded"}`;
+  return { role: "event", content, source: `subagent:${task.id}`, metadata };
+}
+
+/**
+ * A finished sub-agent's result, in its parent's lane: taken here exactly once, by one of
+ * - nobody, when an `agent_wait` already took it (in the commit of the run that waited),
+ *   or no committed parent run owns the task (`discarded`);
+ * - the parent's resume, when the parent yielded for it: once every task of that yield
+ *   has ended, one turn with all their results;
+ * - otherwise an announce turn of its own.
+ * The parent's agent may answer its output (its chat) or stay silent (`NO_REPLY`).
+ */
+export function subagentResultKind(o: SubagentResultKindOptions) {
+  /** The yield `task` waits in, with the rest of its tasks; null when its parent did not yield for it. */
+  async function yieldGroup(run: Run, task: BackgroundTask, state: ReturnType<typeof runTaskState>): Promise<BackgroundTask[] | null> {
+    // A yield of this run covers every owned result of the session nobody took (as its commit will write it).
+    if (state.yielded.has(task.parentSessionId)) {
+      const open = await o.tasks.unconsumedOf(task.parentSessionId);
+      return open.filter((t) => (t.adopted || state.adopted.has(t.id)) && !state.taken.has(t.id));
+    }
+    if (task.yieldRunId === null) return null;
+    return (await o.tasks.yieldGroup(task.yieldRunId)).filter((t) => !state.taken.has(t.id));
+  }
+
+  async function report(run: Run, sessionId: string, turns: NewTurn[]): Promise<void> {
+    const answer = await run.callAgent(sessionId, turns);
+    const error = unanswered(answer);
+    if (error !== null) run.logger.warn({ laneKey: run.lane.laneKey, sessionId, err: error }, "a sub-agent's result was recorded but not answered");
+    if (answer.kind === "text") run.answer({ text: answer.text }, { source: "agent", sessionId });
+  }
+
+  return defineLaneKind<BackgroundTask>({
+    kind: "subagent_result",
+    async load(refIds) {
+      const tasks = new Map((await o.tasks.getMany(refIds)).map((t) => [t.id, t]));
+      return new Map(refIds.map((id) => [id, tasks.has(id) ? ok(tasks.get(id)!) : err(`task ${id} does not exist (its session was deleted)`)]));
+    },
+    async handle(items: readonly KindItem<BackgroundTask>[], run) {
+      const state = runTaskState(run);
+      /** Turns to tell each parent session, in the order their results are taken. */
+      const tell = new Map<string, NewTurn[]>();
+      const take = (tasks: BackgroundTask[], by: TaskConsumer) => {
+        const fresh = tasks.filter((t) => !state.taken.has(t.id));
+        if (fresh.length === 0) return;
+        for (const t of fresh) state.taken.add(t.id);
+        run.uow.emit(taskLedgerEffect, { op: "consume", ids: fresh.map((t) => t.id), by });
+        if (by === "discarded") return;
+        const turns = tell.get(fresh[0]!.parentSessionId) ?? [];
+        turns.push(...fresh.map((t) => resultTurn(t, by)));
+        tell.set(fresh[0]!.parentSessionId, turns);
+      };
+      for (const { itemId, row: task } of items) {
+        if (task.parentLaneKey !== run.lane.laneKey) {
+          run.reject(itemId, `task ${task.id} reports to lane ${task.parentLaneKey}, not ${run.lane.laneKey}`);
+          continue;
+        }
+        if (task.consumedBy !== null || state.taken.has(task.id) || !isTerminalTask(task.status)) continue;
+        if (!task.adopted && !state.adopted.has(task.id)) {
+          take([task], "discarded");
+          continue;
+        }
+        const group = await yieldGroup(run, task, state);
+        if (group === null) take([task], "announce");
+        // The rest of the yield is still running: this result waits for them, and the last one resumes the parent with all.
+        else if (group.every((t) => isTerminalTask(t.status))) take(group, "resume");
+      }
+      for (const [sessionId, turns] of tell) await report(run, sessionId, turns);
+    },
+  });
+}
