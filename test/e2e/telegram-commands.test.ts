@@ -119,6 +119,43 @@ describe("built-in commands end to end", () => {
     const runs = await db.query("SELECT item_count FROM lane_runs WHERE lane_key = $1 ORDER BY started_at DESC LIMIT 3", [lane]);
     expect(runs.rows.map((r) => r.item_count)).toEqual([1, 1, 1]);
   });
+
+  it("/queue interrupt: a message during a slow run aborts it, and the next run answers both messages together, once", async () => {
+    const chat = 400000007;
+    const lane = `chat:telegram:private:${chat}`;
+    h.telegram.pushUpdate(privateText(chat, "/queue interrupt"));
+    const [set] = await sentTo(h, chat, 1);
+    expect(set!.params.text).toMatch(/^Queue mode set to interrupt: a message that arrives while I work stops the answer in progress/);
+
+    const asked: string[][] = [];
+    h.openai.onRequest((request) => {
+      if (request.body.user === undefined) return undefined;
+      const users = (request.body.messages as { role: string; content: string }[]).filter((m) => m.role === "user").map((m) => m.content.split("\n").at(-1)!);
+      asked.push(users);
+      // Alone, the first question takes long enough to be superseded; with the second one it is answered at once.
+      return users.includes("and the second?") ? { content: "Both answered." } : { content: "too slow", delayMs: 20_000 };
+    });
+    try {
+      h.telegram.pushUpdate(privateText(chat, "the first question"));
+      await waitFor(async () => asked.length === 1 || undefined, 10_000, "the first question's model call");
+      h.telegram.pushUpdate(privateText(chat, "and the second?"));
+      const replies = await sentTo(h, chat, 2, 15_000);
+      expect(replies[1]!.params.text).toBe("Both answered.");
+      expect(asked.at(-1)!.slice(-2)).toEqual(["the first question", "and the second?"]);
+      const runs = await db.query("SELECT status, error, item_count FROM lane_runs WHERE lane_key = $1 ORDER BY started_at DESC LIMIT 2", [lane]);
+      expect(runs.rows).toEqual([
+        { status: "succeeded", error: null, item_count: 2 },
+        { status: "lost", error: "superseded by a newer message", item_count: 1 },
+      ]);
+      // Once: both messages' items are done by the one run, and no other answer follows.
+      const items = await db.query("SELECT attempts, status FROM lane_items WHERE lane_key = $1 AND kind = 'inbound' ORDER BY seq DESC LIMIT 2", [lane]);
+      expect(items.rows).toEqual([{ attempts: 1, status: "done" }, { attempts: 1, status: "done" }]);
+      expect(h.telegram.sent(chat)).toHaveLength(2);
+      expect((await db.query("SELECT count(*)::int AS n FROM turns t JOIN chats c ON c.current_session_id = t.session_id WHERE c.address = $1 AND t.role = 'assistant'", [lane.slice(5)])).rows[0].n).toBe(1);
+    } finally {
+      h.openai.onRequest(undefined);
+    }
+  });
 });
 
 describe("anonymous group admins", () => {

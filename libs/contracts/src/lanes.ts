@@ -4,8 +4,10 @@ import { z } from "zod";
  * How a lane treats messages that arrive while a run is in progress.
  * - `collect` (default): the next run takes all of them together.
  * - `followup`: one run per message, in order.
+ * - `interrupt`: a new message aborts the run in progress (which commits nothing) and the
+ *   next run takes it together with every message that run had: answered once, together.
  */
-export const LaneMode = z.enum(["collect", "followup"]);
+export const LaneMode = z.enum(["collect", "followup", "interrupt"]);
 export type LaneMode = z.infer<typeof LaneMode>;
 
 /**

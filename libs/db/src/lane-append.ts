@@ -18,7 +18,7 @@ export interface LaneAppendSql {
  * its `last_seq` incremented under its row lock) and `item` (the item at that sequence
  * number; `(kind, ref_id)` is unique, so a repeat appends nothing and `item` is empty). The
  * lock is held until the statement's transaction ends, so sequence order is commit order
- * within a lane (docs/lanes.md). `item` returns `id` and `seq`.
+ * within a lane (docs/lanes.md). `item` returns `id` and `seq`; `lane` returns `last_seq` and the lane's `mode`.
  */
 export function laneAppendCtes(o: LaneAppendSql): Prisma.Sql {
   const from = o.from ?? Prisma.sql`(SELECT 1) AS one`;
@@ -28,7 +28,7 @@ export function laneAppendCtes(o: LaneAppendSql): Prisma.Sql {
       INSERT INTO lanes (key, last_seq, updated_at)
       SELECT ${o.laneKey}::text, 1, now() FROM ${from} WHERE ${when}
       ON CONFLICT (key) DO UPDATE SET last_seq = lanes.last_seq + 1, updated_at = now()
-      RETURNING last_seq
+      RETURNING last_seq, mode
     ), item AS (
       INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, traceparent)
       SELECT gen_random_uuid(), ${o.laneKey}::text, lane.last_seq, ${o.kind}::text, ${o.refId}, ${o.traceparent}::text FROM lane, ${from}

@@ -11,6 +11,8 @@ export interface IntakeHarness {
   wakes: string[];
   /** Lane keys interrupted (a `/stop`), in order. */
   interrupts: string[];
+  /** Lane runs superseded by a newer message (`interrupt` mode): `<seq> <lane key>`, in order. */
+  supersedes: string[];
   /** Lane items of kind `inbound` that refer to the message. */
   laneItemsOf(inboundMessageId: string): Promise<{ lane_key: string; seq: string }[]>;
   close(): Promise<void>;
@@ -21,15 +23,18 @@ export async function startIntakeHarness(label: string): Promise<IntakeHarness> 
   const inbound = new InboundMessageRepository(t.db);
   const wakes: string[] = [];
   const interrupts: string[] = [];
+  const supersedes: string[] = [];
   return {
     t,
     inbound,
     wakes,
     interrupts,
+    supersedes,
     intake: createIntake({
       inbound,
       wake: async (laneKey) => void wakes.push(laneKey),
       interrupt: async (laneKey) => void interrupts.push(laneKey),
+      supersede: async (laneKey, seq) => void supersedes.push(`${seq} ${laneKey}`),
     }),
     async laneItemsOf(inboundMessageId) {
       const rows = await t.db.pool.query<{ lane_key: string; seq: string }>(

@@ -93,6 +93,21 @@ describe("createIntake", () => {
     expect(h.interrupts).toHaveLength(1);
   });
 
+  it("supersedes the run in progress by a new message in a lane in interrupt mode, but not by a /stop or in other modes", async () => {
+    const lane = "chat:testchat:private:504";
+    const first = await h.intake.accept(candidate("int:1", "first", "testchat:private:504"));
+    if (first.kind !== "stored") throw new Error(first.kind);
+    expect(h.supersedes).toEqual([]);
+    await h.t.db.pool.query("UPDATE lanes SET mode = 'interrupt' WHERE key = $1", [lane]);
+    const second = await h.intake.accept(candidate("int:2", "second", "testchat:private:504"));
+    if (second.kind !== "stored") throw new Error(second.kind);
+    const [item] = await h.laneItemsOf(second.inboundMessageId);
+    expect(h.supersedes).toEqual([`${item!.seq} ${lane}`]);
+    await h.intake.accept(candidate("int:3", "/stop", "testchat:private:504"));
+    expect(h.supersedes).toHaveLength(1);
+    expect(h.interrupts.at(-1)).toBe(lane);
+  });
+
   it("answers unstorable for a candidate whose parts name another channel", async () => {
     const c = candidate("wrong-channel");
     const outcomes = [
@@ -135,7 +150,7 @@ describe("createIntake", () => {
   it("throws when Postgres is unreachable, so the platform is not acknowledged", async () => {
     const down = createDatabase({ url: "postgresql://postgres@127.0.0.1:1/nahida_unreachable", poolSize: 1 });
     try {
-      const unreachable = createIntake({ inbound: new InboundMessageRepository(down), wake: async () => undefined, interrupt: async () => undefined });
+      const unreachable = createIntake({ inbound: new InboundMessageRepository(down), wake: async () => undefined, interrupt: async () => undefined, supersede: async () => undefined });
       await expect(unreachable.accept(candidate("outage"))).rejects.toThrow();
     } finally {
       await down.close();

@@ -1,7 +1,7 @@
 import { InboundMessage, MessageContext, parseChatAddress, parseCommand } from "@nahida/contracts";
 import type { Redis } from "ioredis";
 import { isDataError, laneKeyForChat, type InboundMessageRepository, type LaneAppend } from "@nahida/db";
-import { interruptLane, wakeLane } from "@nahida/lanes";
+import { interruptLane, supersedeLane, wakeLane } from "@nahida/lanes";
 import { currentTraceparent, withSpan, type InboundMetrics } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
 
@@ -48,6 +48,11 @@ export interface IntakeOptions {
    * reach the command after the run it is meant to stop.
    */
   interrupt(laneKey: string): Promise<void>;
+  /**
+   * Supersedes the run in progress in a lane by the message at `seq` (a lane in `interrupt`
+   * mode): that run commits nothing and the next one answers everything together.
+   */
+  supersede(laneKey: string, seq: bigint): Promise<void>;
   /** Counts every outcome by channel (`nahida_inbound_events_total`). */
   metrics?: InboundMetrics;
 }
@@ -142,8 +147,9 @@ export function createIntake(options: IntakeOptions): Intake {
       if (!isDataError(error)) throw error;
       return { kind: "unstorable", reason: `Postgres refused the data: ${postgresMessage(error)}` };
     }
-    if (stored.queued) {
+    if (stored.lane) {
       if (command?.name === "stop") await options.interrupt(laneKey);
+      else if (stored.lane.mode === "interrupt") await options.supersede(laneKey, stored.lane.seq);
       await options.wake(laneKey);
     }
     return { kind: stored.created ? "stored" : "duplicate", inboundMessageId: stored.id };
@@ -191,5 +197,6 @@ export function createLaneIntake(o: { inbound: IntakeOptions["inbound"]; lanes: 
     ...(o.metrics ? { metrics: o.metrics } : {}),
     wake: (laneKey) => wakeLane(o.lanes, laneKey),
     interrupt: (laneKey) => interruptLane(o.redis, o.prefix, laneKey),
+    supersede: (laneKey, seq) => supersedeLane(o.redis, o.prefix, laneKey, seq),
   });
 }

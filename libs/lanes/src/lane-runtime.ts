@@ -55,6 +55,18 @@ export class RunStoppedError extends Error {
   }
 }
 
+/**
+ * The reason a run's signal carries when a newer message superseded it (a lane in
+ * `interrupt` mode): the run commits nothing and its items go back uncounted, so the next
+ * run answers them together with the new one.
+ */
+export class RunSupersededError extends Error {
+  override name = "RunSupersededError";
+  constructor(readonly laneKey: string) {
+    super(`run on lane ${laneKey} was superseded by a newer message`);
+  }
+}
+
 /** The reason a run's signal carries when its process shuts down before the run finished. */
 export class ShutdownError extends Error {
   override name = "ShutdownError";
@@ -125,6 +137,24 @@ export const laneInterruptChannel = (prefix: string) => `${prefix}:lanes:abort`;
 /** Aborts the run in progress in a lane, wherever it runs (its worker subscribes to {@link laneInterruptChannel}). */
 export async function interruptLane(redis: Redis, prefix: string, laneKey: string): Promise<void> {
   await redis.publish(laneInterruptChannel(prefix), laneKey);
+}
+
+/** Pub/sub channel on which a newer message supersedes a lane's run (`interrupt` mode); the message is `<seq> <lane key>`. */
+export const laneSupersedeChannel = (prefix: string) => `${prefix}:lanes:supersede`;
+
+/**
+ * Supersedes the run in progress in a lane by the item at `seq`, wherever it runs: a run
+ * that already took that item is left alone.
+ */
+export async function supersedeLane(redis: Redis, prefix: string, laneKey: string, seq: bigint): Promise<void> {
+  await redis.publish(laneSupersedeChannel(prefix), `${seq} ${laneKey}`);
+}
+
+/** Reads a {@link laneSupersedeChannel} message; null when it is not one. */
+export function readSupersede(message: string): { laneKey: string; seq: bigint } | null {
+  const space = message.indexOf(" ");
+  const seq = message.slice(0, space);
+  return space > 0 && /^\d{1,19}$/.test(seq) ? { laneKey: message.slice(space + 1), seq: BigInt(seq) } : null;
 }
 
 /** Producer side: append work to a lane and wake it. Used by the agent and by tests. */
@@ -216,8 +246,8 @@ export class LaneRuntime {
   private worker: Worker | undefined;
   private sweep: Periodic | undefined;
   private stopping = false;
-  /** Stop switches of the runs in progress in this process, by lane. */
-  private readonly active = new Map<string, AbortController>();
+  /** Stop switches of the runs in progress in this process, by lane, with the newest item each run took. */
+  private readonly active = new Map<string, { stop: AbortController; lastSeq: bigint }>();
   private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId" | "metrics" | "queueMetrics" | "telemetry">>;
 
   constructor(private readonly options: LaneRuntimeOptions) {
@@ -274,7 +304,7 @@ export class LaneRuntime {
     this.stopping = true;
     this.sweep?.stop();
     const grace = setTimeout(() => {
-      for (const controller of this.active.values()) controller.abort(new ShutdownError());
+      for (const { stop } of this.active.values()) stop.abort(new ShutdownError());
     }, this.o.shutdownGraceMs);
     try {
       await this.worker?.close();
@@ -288,9 +318,21 @@ export class LaneRuntime {
    * RunStoppedError). Returns false when this process is not running that lane.
    */
   abortRun(laneKey: string): boolean {
-    const controller = this.active.get(laneKey);
-    if (!controller) return false;
-    controller.abort(new RunStoppedError(laneKey));
+    const active = this.active.get(laneKey);
+    if (!active) return false;
+    active.stop.abort(new RunStoppedError(laneKey));
+    return true;
+  }
+
+  /**
+   * Aborts the run in progress on a lane in this process if it does not have the item at
+   * `seq` (a newer message in `interrupt` mode): it commits nothing and its items go back
+   * uncounted. Returns false when no such run is here.
+   */
+  supersedeRun(laneKey: string, seq: bigint): boolean {
+    const active = this.active.get(laneKey);
+    if (!active || active.lastSeq >= seq) return false;
+    active.stop.abort(new RunSupersededError(laneKey));
     return true;
   }
 
@@ -419,7 +461,8 @@ export class LaneRuntime {
     // Open items come oldest first, so every open item up to this one is in the run.
     const lastSeq = items.reduce((max, i) => (i.seq > max ? i.seq : max), 0n);
     const stop = new AbortController();
-    this.active.set(lease.laneKey, stop);
+    const active = { stop, lastSeq };
+    this.active.set(lease.laneKey, active);
     const runSignal = AbortSignal.any([signal, stop.signal]);
     let committed = false;
     /** Set by a one-statement commit: whether it gave the lane back (false: items came since). */
@@ -469,9 +512,11 @@ export class LaneRuntime {
         this.options.logger.warn({ laneKey: lease.laneKey, runId }, "lease lost; run discarded");
         return { kind: "lease-lost" };
       }
-      if (runSignal.reason instanceof ShutdownError) {
-        await this.store.handBack(lease, runId);
-        this.options.logger.info({ laneKey: lease.laneKey, runId }, "run handed back at shutdown");
+      if (runSignal.reason instanceof ShutdownError || runSignal.reason instanceof RunSupersededError) {
+        // Neither is the items' fault: they go back uncounted, and the lane is woken for the next run.
+        const why = runSignal.reason instanceof RunSupersededError ? "superseded by a newer message" : "handed back at shutdown";
+        await this.store.handBack(lease, runId, why);
+        this.options.logger.info({ laneKey: lease.laneKey, runId }, `run ${why}`);
         return { kind: "handed-back" };
       }
       const message = error instanceof Error ? error.message : String(error);
@@ -495,7 +540,7 @@ export class LaneRuntime {
     } finally {
       // Only its own entry: once a commit released the lane, a run of the same lane may
       // have started in this process and registered its stop switch.
-      if (this.active.get(lease.laneKey) === stop) this.active.delete(lease.laneKey);
+      if (this.active.get(lease.laneKey) === active) this.active.delete(lease.laneKey);
     }
   }
 }

@@ -377,11 +377,11 @@ export class LaneStore {
     });
   }
 
-  /** Returns an interrupted run's items to pending without counting the attempt (shutdown). */
-  async handBack(lease: Lease, runId: string): Promise<void> {
+  /** Returns an interrupted run's items to pending without counting the attempt (shutdown, a newer message). */
+  async handBack(lease: Lease, runId: string, why = "handed back at shutdown"): Promise<void> {
     await this.fenced(lease, async (tx) => {
       await tx.$executeRaw`
-        UPDATE lane_runs SET status = 'lost', finished_at = now(), error = 'handed back at shutdown' WHERE id = ${runId}::uuid`;
+        UPDATE lane_runs SET status = 'lost', finished_at = now(), error = ${why} WHERE id = ${runId}::uuid`;
       await tx.$executeRaw`
         UPDATE lane_items SET status = 'pending', run_id = NULL, attempts = greatest(attempts - 1, 0)
          WHERE run_id = ${runId}::uuid AND status = 'running'`;

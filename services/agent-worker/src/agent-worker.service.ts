@@ -2,7 +2,7 @@ import type { Telemetry } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
-import { LaneRuntime, LaneStore, laneInterruptChannel, wakeLane } from "@nahida/lanes";
+import { LaneRuntime, LaneStore, laneInterruptChannel, laneSupersedeChannel, readSupersede, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
 import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
 import { SessionEvents, type Outbox } from "@nahida/outbox";
@@ -169,11 +169,15 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     handler,
   });
 
-  // `/stop` reaches whichever worker runs the lane (the ingress publishes it, libs/ingress).
+  // `/stop` and a newer message in `interrupt` mode reach whichever worker runs the lane
+  // (the ingress publishes them, libs/ingress); so does a sub-agent's stop or timeout.
   const subscriber = connection("lanes-abort");
-  await subscriber.subscribe(laneInterruptChannel(o.prefix));
-  subscriber.on("message", (_channel: string, laneKey: string) => {
-    if (lanes.abortRun(laneKey)) logger.info({ laneKey }, "run stopped by /stop");
+  const [interrupts, supersedes] = [laneInterruptChannel(o.prefix), laneSupersedeChannel(o.prefix)];
+  await subscriber.subscribe(interrupts, supersedes);
+  subscriber.on("message", (channel: string, message: string) => {
+    if (channel === interrupts && lanes.abortRun(message)) logger.info({ laneKey: message }, "run stopped by /stop");
+    const superseded = channel === supersedes ? readSupersede(message) : null;
+    if (superseded && lanes.supersedeRun(superseded.laneKey, superseded.seq)) logger.info({ laneKey: superseded.laneKey }, "run superseded by a newer message");
   });
   lanes.start();
   // Every replica sweeps: each write is conditional, so a task ends once whoever sweeps it.

@@ -11,6 +11,8 @@ export interface StoredInbound {
   created: boolean;
   /** True when this call put the message in its lane (the lane needs a wake). */
   queued: boolean;
+  /** Where it went in its lane, when queued: its sequence number and the lane's mode (`interrupt` supersedes the run in progress). */
+  lane: { seq: bigint; mode: string } | null;
 }
 
 /**
@@ -108,14 +110,15 @@ export class InboundMessageRepository {
         ON CONFLICT (address) DO UPDATE SET display_name = EXCLUDED.display_name, updated_at = now()
          WHERE EXCLUDED.display_name IS NOT NULL AND chats.display_name IS DISTINCT FROM EXCLUDED.display_name
       )
-      SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq FROM inserted
+      SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq, (SELECT mode FROM lane) AS lane_mode FROM inserted
       UNION ALL
-      SELECT id::text, false, NULL FROM legacy`;
+      SELECT id::text, false, NULL, NULL FROM legacy`;
     // On its own (the ingress's hot path) through pg directly; inside a caller's transaction through it.
     const rows = tx ? await tx.$queryRaw<StoreRow[]>(statement) : await poolRows<StoreRow>(this.pool, statement);
     const row = rows[0];
     if (!row) throw new Error("inbound insert returned no row");
-    return { id: row.id, created: row.created, queued: row.lane_seq !== null };
+    const queued = row.lane_seq !== null;
+    return { id: row.id, created: row.created, queued, lane: queued ? { seq: BigInt(row.lane_seq!), mode: row.lane_mode ?? "collect" } : null };
   }
 
   async get(id: string, tx?: Tx): Promise<InboundRecord | null> {
@@ -154,6 +157,7 @@ interface StoreRow {
   id: string;
   created: boolean;
   lane_seq: bigint | string | null;
+  lane_mode: string | null;
 }
 
 /** Shape of `inbound_messages.message`. */

@@ -93,14 +93,15 @@ const trigger: Command = {
 const QUEUE_MODE_TEXT: Record<LaneMode, string> = {
   collect: "messages that arrive while I work are answered together",
   followup: "messages that arrive while I work are answered one by one",
+  interrupt: "a message that arrives while I work stops the answer in progress, and I answer everything together",
 };
 
 const queue: Command = {
   name: "queue",
-  description: "how messages sent while I work are answered: together (collect) or one by one (followup); group admins only in groups",
-  usage: "[collect|followup]",
+  description: "how messages sent while I work are answered: together (collect), one by one (followup), or by starting over with all of them (interrupt); group admins only in groups",
+  usage: "[collect|followup|interrupt]",
   handler: ({ context, args }) => {
-    if (args === "") return `Queue mode: ${context.queueMode} (${QUEUE_MODE_TEXT[context.queueMode]}). Use /queue collect or /queue followup.`;
+    if (args === "") return `Queue mode: ${context.queueMode} (${QUEUE_MODE_TEXT[context.queueMode]}). Use /queue collect, /queue followup or /queue interrupt.`;
     const mode = LaneMode.safeParse(args);
     if (!mode.success) return `Usage: /queue ${LaneMode.options.join("|")}`;
     const refused = refuseUnlessGroupAdmin(context);
