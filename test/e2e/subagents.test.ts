@@ -292,6 +292,11 @@ describe("sub-agents: spawn, wait, yield, stop, each result taken once", () => {
     expect(maxRunning).toBeGreaterThan(0);
     const refusal = await db.query("SELECT content FROM turns WHERE role = 'tool' AND content LIKE '%AGENT_SUBAGENT_MAX_CHILDREN%'");
     expect(refusal.rows).toHaveLength(4);
+    // The metrics say so too: refusals by reason, tasks by status (read at scrape time).
+    const metrics = await (await fetch(`${h.nahida.gatewayAddress}/metrics`)).text();
+    expect(metrics).toMatch(/^nahida_subagent_spawn_refusals_total\{reason="children_cap"\} 4$/m);
+    const succeeded = Number(/^nahida_subagent_tasks\{status="succeeded"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(succeeded).toBeGreaterThanOrEqual(20);
   });
 
   it("lets an operator list, read and stop a task over REST; the parent is told of the stop once", async () => {

@@ -70,6 +70,8 @@ describe("/metrics of separate processes (NAHIDA_HEALTH_PORT)", () => {
       "nahida_queue_jobs",
       "nahida_lane_open_items",
       "nahida_lane_oldest_open_item_age_seconds",
+      "nahida_subagent_tasks",
+      "nahida_subagent_spawn_refusals_total",
       "process_cpu_seconds_total",
     ]) {
       expect(worker.text, name).toMatch(new RegExp(`^# TYPE ${name.replace(/_total$/, "")}(_total)? `, "m"));

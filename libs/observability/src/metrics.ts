@@ -49,8 +49,15 @@ export interface CronMetrics {
   fireLagSeconds: Histogram<"kind">;
 }
 
+export interface SubagentMetrics {
+  /** Spawns refused, by reason (children_cap, run_lost, parent_gone). */
+  spawnRefusals: Counter<"reason">;
+}
+
 /** Counts read at scrape time, each with one bounded query. */
 export interface MetricSources {
+  /** Sub-agent tasks by status (`running` is the children running now). */
+  tasks?: () => Promise<{ status: string; count: number }[]>;
   /** Jobs per queue and state (`Queue.getJobCounts`). */
   queueJobs?: () => Promise<{ queue: string; state: string; count: number }[]>;
   /** Open (pending or running) lane items and the creation time of the oldest. */
@@ -73,6 +80,7 @@ export interface NahidaMetrics {
   delivery: DeliveryMetrics;
   inbound: InboundMetrics;
   cron: CronMetrics;
+  subagents: SubagentMetrics;
   /** Sets what the scrape-time gauges read (the process's queues and database, once built). */
   setSources(sources: MetricSources): void;
   /** The Prometheus text exposition and its content type. */
@@ -104,6 +112,21 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
         for (const { queue, state, count } of await sources.queueJobs()) this.set({ queue, state }, count);
       } catch (error) {
         failed("queueJobs", error);
+      }
+    },
+  });
+  new Gauge({
+    name: "nahida_subagent_tasks",
+    help: "Sub-agent tasks by status (queued, running, succeeded, failed, timed_out, cancelled, lost), read at scrape time",
+    labelNames: ["status"],
+    registers,
+    async collect() {
+      this.reset();
+      if (!sources.tasks) return;
+      try {
+        for (const { status, count } of await sources.tasks()) this.set({ status }, count);
+      } catch (error) {
+        failed("tasks", error);
       }
     },
   });
@@ -167,6 +190,9 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
     cron: {
       fires: new Counter({ name: "nahida_cron_fires_total", help: "Cron slots by job kind and outcome (fired, failed, passed)", labelNames: ["kind", "outcome"], registers }),
       fireLagSeconds: new Histogram({ name: "nahida_cron_fire_lag_seconds", help: "Time from a cron slot to the commit that wrote its effect", labelNames: ["kind"], buckets: SHORT_BUCKETS, registers }),
+    },
+    subagents: {
+      spawnRefusals: new Counter({ name: "nahida_subagent_spawn_refusals_total", help: "Sub-agent spawns refused, by reason (children_cap, run_lost, parent_gone)", labelNames: ["reason"], registers }),
     },
     setSources(next) {
       sources = next;

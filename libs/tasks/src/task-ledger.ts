@@ -15,6 +15,8 @@ export interface TaskLedgerOptions {
   maxRunning: number;
   /** Wakes a lane after the commit that appended to it (best effort: the lane sweeper covers a lost wake). */
   wake: (laneKey: string) => Promise<void>;
+  /** Counts refused spawns by reason (`nahida_subagent_spawn_refusals_total`). */
+  metrics?: { spawnRefusals: { inc(labels: { reason: SpawnRefusal["reason"] }): void } };
 }
 
 /** What a transaction that ended tasks leaves to do once it is in: lanes to wake, runs to abort. */
@@ -63,7 +65,10 @@ export class TaskLedger {
       const after = await this.startQueued(tx);
       return ok({ task: (await this.o.tasks.get(task.id, tx))!, created: true, after });
     });
-    if (!spawned.ok) return spawned;
+    if (!spawned.ok) {
+      this.o.metrics?.spawnRefusals.inc({ reason: spawned.error.reason });
+      return spawned;
+    }
     await this.afterCommit(spawned.value.after);
     return ok({ task: spawned.value.task, created: spawned.value.created });
   }

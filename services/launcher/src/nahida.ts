@@ -70,7 +70,11 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const queues = createQueues(redis, prefix, telemetry);
   const metrics = createMetrics({ onSourceError: (source, e) => logger.warn({ source, err: e.message }, "a metric could not be read") });
   const laneStore = new LaneStore(db);
-  metrics.setSources({ queueJobs: () => queueJobCounts(Object.values(queues)), openLaneItems: () => laneStore.openItemStats() });
+  metrics.setSources({
+    queueJobs: () => queueJobCounts(Object.values(queues)),
+    openLaneItems: () => laneStore.openItemStats(),
+    tasks: () => repositories.tasks.countByStatus(),
+  });
   const metricsRoute = { render: () => metrics.render() };
 
   const registry = new ChannelRegistry();
@@ -104,6 +108,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     executor: localExecutor({ redis, prefix }),
     maxRunning: env.AGENT_SUBAGENT_MAX_RUNNING,
     wake: (laneKey) => wakeLane(queues.lanes, laneKey),
+    metrics: metrics.subagents,
   });
   const cronJobs = new CronJobs({
     cron: repositories.cron,

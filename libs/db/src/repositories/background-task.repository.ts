@@ -222,9 +222,9 @@ export class BackgroundTaskRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Tasks by state, for the metrics gauge. */
-  async countByStatus(): Promise<Record<string, number>> {
+  /** Tasks by status, for the metrics gauge (one grouped read; data retention bounds the table). */
+  async countByStatus(): Promise<{ status: string; count: number }[]> {
     const rows = await this.prisma.backgroundTask.groupBy({ by: ["status"], _count: { _all: true } });
-    return Object.fromEntries(rows.map((r) => [r.status, r._count._all]));
+    return rows.map((r) => ({ status: r.status, count: r._count._all }));
   }
 }
