@@ -332,4 +332,29 @@ describe("sub-agents: spawn, wait, yield, stop, each result taken once", () => {
     expect(resultTurns("long epsilon")).toHaveLength(1);
     expect((await task(t.id)).consumed_by).toBe("announce");
   });
+
+  it("a parent run that fails for good does not own the child it started: the child is cancelled and nobody is told", async () => {
+    const chat = 410000008;
+    scripts.set("doomed zeta", (messages) => {
+      const last = messages.at(-1)!;
+      if (last.role === "user" && lastUserText(messages).includes("doomed zeta")) {
+        return { toolCalls: [{ name: "agent_spawn", arguments: { task: "sleep 30000 orphaned", label: "zeta" } }] };
+      }
+      // Every attempt's second model call fails: the run's last attempt apologizes, without the spawn's effects.
+      return { status: 400, error: "this request always fails" };
+    });
+    h.telegram.pushUpdate(privateText(chat, "doomed zeta"));
+    const [apology] = await sentTo(h, chat, 1, 30_000);
+    expect(apology!.params.text).not.toMatch(/zeta/);
+    const ended = await waitFor(async () => {
+      const [t] = await tasksOf(chat);
+      return t?.status === "cancelled" ? t : undefined;
+    }, 20_000, "the orphan to be cancelled");
+    expect(ended).toMatchObject({ adopted: false, consumed_by: "discarded", error: "the parent run that spawned it did not complete" });
+    // One child for all three attempts of its parent run, and no result item for it.
+    expect(await tasksOf(chat)).toHaveLength(1);
+    expect((await db.query("SELECT count(*)::int AS n FROM lane_items WHERE kind = 'subagent_result' AND ref_id = $1", [ended.id])).rows[0].n).toBe(0);
+    await waitFor(async () => (await db.query("SELECT 1 FROM lane_items WHERE kind = 'subagent_task' AND ref_id = $1 AND status = 'done'", [ended.id])).rows[0], 20_000, "the child's run to end");
+    expect(h.telegram.sent(chat)).toHaveLength(1);
+  });
 });
