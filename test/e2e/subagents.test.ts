@@ -357,4 +357,43 @@ describe("sub-agents: spawn, wait, yield, stop, each result taken once", () => {
     await waitFor(async () => (await db.query("SELECT 1 FROM lane_items WHERE kind = 'subagent_task' AND ref_id = $1 AND status = 'done'", [ended.id])).rows[0], 20_000, "the child's run to end");
     expect(h.telegram.sent(chat)).toHaveLength(1);
   });
+
+  it("a yield whose last child is taken inline still resumes the parent with the rest, once", async () => {
+    const chat = 410000009;
+    const spawnedIds = (messages: Message[]) =>
+      messages.flatMap((m) => (m.role === "tool" ? [JSON.parse(textOf(m)) as { task_id?: string }] : [])).flatMap((r) => (r.task_id ? [r.task_id] : []));
+    scripts.set("stranded go", (messages) => {
+      const last = messages.at(-1)!;
+      const user = lastUserText(messages);
+      if (last.role === "user" && user.includes("stranded go")) {
+        return {
+          toolCalls: [
+            { name: "agent_spawn", arguments: { task: "echo quick eta", label: "eta-quick" } },
+            { name: "agent_spawn", arguments: { task: "sleep 2500 slow eta", label: "eta-slow" } },
+          ],
+        };
+      }
+      if (last.role === "tool" && user.includes("stranded go")) return { toolCalls: [{ name: "agent_yield", arguments: {} }] };
+      if (last.role === "user" && user.includes("check slow")) return { toolCalls: [{ name: "agent_wait", arguments: { task_ids: [spawnedIds(messages)[1]], timeout_seconds: 20 } }] };
+      if (last.role === "tool") return { content: `Waited: ${(toolResults(messages)[0] as { tasks: { result: string }[] }).tasks[0]!.result}` };
+      const results = messages.filter((m) => m.role === "user" && /^\[sub-agent /.test(textOf(m))).slice(-2);
+      return { content: `Resumed: ${results.map((m) => textOf(m).split("\n")[1]).join(" + ")}` };
+    });
+    h.telegram.pushUpdate(privateText(chat, "stranded go"));
+    // The quick child's result came and waits for the slow one (the parent yielded for both).
+    const quick = await waitFor(async () => (await tasksOf(chat)).find((t) => t.label === "eta-quick" && t.status === "succeeded"), 20_000, "the quick child");
+    await resultItemsDone([quick.id]);
+    expect((await task(quick.id)).consumed_by).toBeNull();
+    h.telegram.pushUpdate(privateText(chat, "check slow"));
+    const sent = await sentTo(h, chat, 2, 20_000);
+    expect(sent.map((m) => m.params.text)).toEqual(["Waited: slow eta", "Resumed: quick eta"]);
+    const tasks = await tasksOf(chat);
+    expect(tasks.map((t) => [t.label, t.consumed_by])).toEqual([
+      ["eta-quick", "resume"],
+      ["eta-slow", "wait"],
+    ]);
+    await waitFor(async () => (await db.query("SELECT 1 FROM lane_items WHERE kind = 'subagent_resume' AND status = 'done'")).rows[0], 10_000, "the resume item");
+    await resultItemsDone(tasks.map((t) => t.id));
+    expect(h.telegram.sent(chat)).toHaveLength(2);
+  });
 });

@@ -17,9 +17,11 @@ export type LaneMode = z.infer<typeof LaneMode>;
  * - `agent_event`: an event another session or an operator put into this session;
  * - `scheduled_turn`: a cron job's agent turn (a `cron_runs` row);
  * - `subagent_task`: a sub-agent's task, in its child session's lane (`background_tasks.id`);
- * - `subagent_result`: a finished sub-agent task reported to its parent (`background_tasks.id`).
+ * - `subagent_result`: a finished sub-agent task reported to its parent (`background_tasks.id`);
+ * - `subagent_resume`: a yield whose tasks have all ended without a result item to resume it
+ *   (the last of them was taken inline or stopped): resumes the parent (the yielding run's id).
  */
-export const LaneItemKind = z.enum(["inbound", "agent_event", "scheduled_turn", "subagent_task", "subagent_result"]);
+export const LaneItemKind = z.enum(["inbound", "agent_event", "scheduled_turn", "subagent_task", "subagent_result", "subagent_resume"]);
 export type LaneItemKind = z.infer<typeof LaneItemKind>;
 
 export type LaneItem =
@@ -27,7 +29,8 @@ export type LaneItem =
   | { kind: "agent_event"; eventId: string }
   | { kind: "scheduled_turn"; cronRunId: string }
   | { kind: "subagent_task"; taskId: string }
-  | { kind: "subagent_result"; taskId: string };
+  | { kind: "subagent_result"; taskId: string }
+  | { kind: "subagent_resume"; yieldRunId: string };
 
 /** A lane item as the lane stores it. */
 export interface LaneItemRef {
@@ -46,6 +49,8 @@ export function encodeLaneItem(item: LaneItem): LaneItemRef {
     case "subagent_task":
     case "subagent_result":
       return { kind: item.kind, refId: item.taskId };
+    case "subagent_resume":
+      return { kind: item.kind, refId: item.yieldRunId };
     default: {
       const unreachable: never = item;
       return unreachable;

@@ -115,8 +115,9 @@ export class TaskLedger {
    * One pass over what no run will end: running tasks past their deadline (`timed_out`),
    * tasks whose child lane gave up on them (`lost` when every run died, else `failed`),
    * open children no committed parent run owns (`cancelled`, reported to nobody), and
-   * queued tasks a free slot could start. Every write is conditional, so replicas sweeping
-   * at once end each task once.
+   * queued tasks a free slot could start; and it aborts again the runs of tasks that ended
+   * while their run kept going (the abort is a pub/sub message, which can be lost). Every
+   * write is conditional, so replicas sweeping at once end each task once.
    */
   async sweep(): Promise<{ timedOut: number; lost: number; orphaned: number }> {
     const overdue = await this.o.tasks.overdue(SWEEP_BATCH);
@@ -134,7 +135,7 @@ export class TaskLedger {
     const orphans = await this.o.tasks.orphans(SWEEP_BATCH);
     const orphaned = (await this.finish(orphans, { status: "cancelled", error: "the parent run that spawned it did not complete", consumedBy: "discarded" })).length;
     const started = await this.o.db.prisma.$transaction((tx) => this.startQueued(tx));
-    await this.afterCommit(started);
+    await this.afterCommit({ ...started, stop: await this.o.tasks.endedButRunning(SWEEP_BATCH) });
     return { timedOut, lost, orphaned };
   }
 }

@@ -35,5 +35,9 @@ CREATE TABLE "background_tasks" (
 CREATE UNIQUE INDEX "background_tasks_child_session_id_key" ON "background_tasks"("child_session_id");
 CREATE INDEX "background_tasks_parent_session_id_created_at_idx" ON "background_tasks"("parent_session_id", "created_at");
 CREATE INDEX "background_tasks_spawn_item_id_idx" ON "background_tasks"("spawn_item_id");
+-- Open tasks, for the slots, the sweep and the gauges: the table keeps every finished task.
+CREATE INDEX "background_tasks_open_idx" ON "background_tasks"("status", "created_at") WHERE "status" IN ('queued', 'running');
+-- A yield's tasks.
+CREATE INDEX "background_tasks_yield_run_id_idx" ON "background_tasks"("yield_run_id") WHERE "yield_run_id" IS NOT NULL;
 ALTER TABLE "background_tasks" ADD CONSTRAINT "background_tasks_parent_session_id_fkey" FOREIGN KEY ("parent_session_id") REFERENCES "sessions"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "background_tasks" ADD CONSTRAINT "background_tasks_child_session_id_fkey" FOREIGN KEY ("child_session_id") REFERENCES "sessions"("id") ON DELETE CASCADE ON UPDATE CASCADE;

@@ -121,8 +121,10 @@ export class BackgroundTaskRepository {
       WITH free AS (
         SELECT greatest(${maxRunning}::int - count(*)::int, 0) AS n FROM background_tasks WHERE status = 'running'
       ), next AS (
+        -- SKIP LOCKED: a queued task being ended (a stop) holds its row and waits for this
+        -- lock; waiting for its row here would deadlock with it.
         SELECT id FROM background_tasks WHERE status = 'queued'
-         ORDER BY created_at, id LIMIT (SELECT n FROM free) FOR UPDATE
+         ORDER BY created_at, id LIMIT (SELECT n FROM free) FOR UPDATE SKIP LOCKED
       )
       UPDATE background_tasks t
          SET status = 'running', started_at = now(), deadline_at = now() + t.timeout_ms * interval '1 millisecond'
@@ -181,6 +183,25 @@ export class BackgroundTaskRepository {
     await tx.backgroundTask.updateMany({ where: { parentSessionId, adopted: true, consumedBy: null }, data: { yieldRunId: runId } });
   }
 
+  /**
+   * Of the yields these tasks belong to (or `yieldRunIds`), those with results nobody took
+   * and none of their tasks open: nothing else will resume them (their last task was taken
+   * inline or stopped, or every one had ended before the yield), so the caller appends a
+   * `subagent_resume` item to their parent's lane.
+   */
+  async resumableYields(tx: Tx, taskIds: readonly string[], yieldRunIds: readonly string[]): Promise<{ yieldRunId: string; parentLaneKey: string }[]> {
+    return tx.$queryRaw<{ yieldRunId: string; parentLaneKey: string }[]>`
+      WITH yields AS (
+        SELECT DISTINCT yield_run_id AS id FROM background_tasks WHERE id = ANY(${[...taskIds]}::uuid[]) AND yield_run_id IS NOT NULL
+        UNION SELECT unnest(${[...yieldRunIds]}::uuid[])
+      )
+      SELECT t.yield_run_id::text AS "yieldRunId", min(t.parent_lane_key) AS "parentLaneKey"
+        FROM background_tasks t JOIN yields y ON t.yield_run_id = y.id
+       WHERE t.consumed_by IS NULL
+       GROUP BY t.yield_run_id
+      HAVING bool_and(t.status NOT IN ('queued', 'running'))`;
+  }
+
   /** A yield's tasks whose results nobody took yet. */
   async yieldGroup(yieldRunId: string): Promise<BackgroundTask[]> {
     return (await this.prisma.backgroundTask.findMany({ where: { yieldRunId, consumedBy: null }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] })).map(taskOf);
@@ -191,9 +212,18 @@ export class BackgroundTaskRepository {
     return (await this.prisma.backgroundTask.findMany({ where: { parentSessionId, consumedBy: null }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] })).map(taskOf);
   }
 
-  /** The session's open tasks (what `/stop` and a parent's `agent_stop all` end). */
-  async openOf(parentSessionId: string): Promise<BackgroundTask[]> {
-    return (await this.prisma.backgroundTask.findMany({ where: { parentSessionId, status: { in: OPEN } } })).map(taskOf);
+  /** Tasks of every session of a lane whose results nobody took yet, open or ended (what `/stop` ends or silences). */
+  async untakenOfLane(parentLaneKey: string): Promise<BackgroundTask[]> {
+    return (await this.prisma.backgroundTask.findMany({ where: { parentLaneKey, consumedBy: null } })).map(taskOf);
+  }
+
+  /** Running tasks that ended (stopped, timed out) while their child's run still holds its item: its abort may have been lost. */
+  async endedButRunning(limit: number): Promise<{ id: string; childSessionId: string }[]> {
+    return this.prisma.$queryRaw<{ id: string; childSessionId: string }[]>`
+      SELECT t.id::text AS id, t.child_session_id::text AS "childSessionId" FROM lane_items li
+        JOIN background_tasks t ON li.ref_id = t.id::text
+       WHERE li.kind = 'subagent_task' AND li.status = 'running' AND t.status IN ('cancelled', 'timed_out', 'lost')
+       LIMIT ${limit}`;
   }
 
   /** Running tasks past their deadline. */

@@ -39,8 +39,12 @@ export interface ToolOutbox {
    * run owns it once it commits, and a run that never commits has it cancelled.
    */
   spawnTask(spec: SubagentSpec): Promise<Result<{ task: BackgroundTask; created: boolean }, SpawnRefusal>>;
-  /** Takes these finished children's results in the run's commit (`agent_wait`): no announce turn follows. */
-  takeResults(taskIds: readonly string[]): void;
+  /**
+   * Takes these finished children's results in the run's commit (`agent_wait`): no announce
+   * turn follows. Returns the ones taken now; the rest this run had already taken (an
+   * announce or resume turn earlier in the run).
+   */
+  takeResults(taskIds: readonly string[]): string[];
   /** Every result of this session's children nobody took yet waits to resume the session together (`agent_yield`). */
   yieldForChildren(): void;
   /** Ends these children (`cancelled`) in the run's commit and aborts their runs after it; nobody is told. */

@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { isTerminalTask } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { BackgroundTaskRepository, CronRepository, InboundRecord } from "@nahida/db";
 import { stoppedKey } from "./agent-call";
@@ -71,10 +72,15 @@ export function commandContext(o: ChatCommandsOptions, run: Run, record: Inbound
     setQueueMode: (value) => run.changeSetting({ setting: "queue_mode", value }),
     consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.lane.laneKey))) !== null,
     stopSubagents: async () => {
-      const open = await o.tasks.openOf(run.sessionId);
+      // Every session of the chat (a `/new` leaves the old one's children running), and the
+      // results that ended but were not told yet: after a /stop nothing of them speaks.
+      const untaken = await o.tasks.untakenOfLane(run.lane.laneKey);
+      const open = untaken.filter((t) => !isTerminalTask(t.status)).map((t) => t.id);
+      const ended = untaken.filter((t) => isTerminalTask(t.status)).map((t) => t.id);
       if (open.length > 0) {
-        run.uow.emit(taskLedgerEffect, { op: "finish", ids: open.map((t) => t.id), outcome: { status: "cancelled", error: "stopped by /stop in its parent's chat", consumedBy: "stopped" } });
+        run.uow.emit(taskLedgerEffect, { op: "finish", ids: open, outcome: { status: "cancelled", error: "stopped by /stop in its parent's chat", consumedBy: "stopped" } });
       }
+      if (ended.length > 0) run.uow.emit(taskLedgerEffect, { op: "consume", ids: ended, by: "stopped" });
       return open.length;
     },
     commandList: () => o.commands.list(),

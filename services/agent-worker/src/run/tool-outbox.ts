@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { ok } from "@nahida/contracts";
+import { ok, type BackgroundTask, type SubagentSpec } from "@nahida/contracts";
 import type { TaskLedger } from "@nahida/tasks";
 import { renderForkContext } from "../context/fork-context";
 import type { CronJobs } from "@nahida/cron";
@@ -10,7 +10,7 @@ import { cronWriteEffect } from "./effects/cron-write.effect";
 import { deliverEffect } from "./effects/deliver.effect";
 import { recordTurnEffect } from "./effects/record-turn.effect";
 import { sendEventEffect } from "./effects/send-event.effect";
-import { taskLedgerEffect } from "./effects/task-ledger.effect";
+import { taskLedgerEffect, type TaskLedgerOp } from "./effects/task-ledger.effect";
 import type { Run } from "./run";
 import type { HeldEffects } from "./unit-of-work";
 
@@ -34,6 +34,17 @@ export interface SubagentLimits {
   /** Turns of the parent's conversation read for a `fork` child. */
   forkTurns: number;
 }
+
+/** Whether a task found under a retried run's spawn id is what this spawn asks for. */
+const sameRequest = (task: BackgroundTask, spec: SubagentSpec) =>
+  task.task === spec.task &&
+  task.label === (spec.label ?? null) &&
+  task.instructions === (spec.instructions ?? null) &&
+  task.contextMode === spec.context &&
+  JSON.stringify(task.tools) === JSON.stringify(spec.tools ?? null);
+
+/** The tasks these ops took or stopped. */
+const takenBy = (ops: TaskLedgerOp[]) => ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : []));
 
 /** The n-th call with `key` in this run: a retried run's n-th identical call is the same one. */
 function nthCall(run: Run, key: string): string {
@@ -117,32 +128,42 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       // Named by the run's first lane item, like `sendEventNow`: a retried run's n-th spawn finds the child the first attempt started.
       const spawnItem = run.lane.items[0];
       if (!spawnItem) throw new Error(`run ${run.id} has no lane item to name its children by`);
-      const id = nthCall(run, `${spawnItem.id}|${sessionId}|spawn`);
+      const first = nthCall(run, `${spawnItem.id}|${sessionId}|spawn`);
       const forkContext = spec.context === "fork" ? renderForkContext(await run.conversation(sessionId, limits.forkTurns), limits.forkChars) : null;
-      const spawned = await limits.ledger.spawn(
-        {
-          id,
-          parentSessionId: sessionId,
-          parentLaneKey: run.lane.laneKey,
-          spawnItemId: spawnItem.id,
-          parentRunId: run.id,
-          childSessionId: derivedId(`${id}|child`),
-          task: spec.task,
-          label: spec.label ?? null,
-          instructions: spec.instructions ?? null,
-          contextMode: spec.context,
-          forkContext,
-          tools: spec.tools ?? null,
-          timeoutMs: spec.timeoutSeconds !== undefined ? spec.timeoutSeconds * 1_000 : limits.timeoutMs,
-          traceparent: currentTraceparent(),
-        },
-        limits.maxChildren,
-      );
-      if (spawned.ok) held.emit(taskLedgerEffect, { op: "adopt", ids: [id] });
+      const spawn = (id: string) =>
+        limits.ledger.spawn(
+          {
+            id,
+            parentSessionId: sessionId,
+            parentLaneKey: run.lane.laneKey,
+            spawnItemId: spawnItem.id,
+            parentRunId: run.id,
+            childSessionId: derivedId(`${id}|child`),
+            task: spec.task,
+            label: spec.label ?? null,
+            instructions: spec.instructions ?? null,
+            contextMode: spec.context,
+            forkContext,
+            tools: spec.tools ?? null,
+            timeoutMs: spec.timeoutSeconds !== undefined ? spec.timeoutSeconds * 1_000 : limits.timeoutMs,
+            traceparent: currentTraceparent(),
+          },
+          limits.maxChildren,
+        );
+      let spawned = await spawn(first);
+      // A retried run's n-th spawn that asks for something else (the model chose otherwise)
+      // is a child of its own: the first attempt's, which no committed run adopts, is cancelled.
+      if (spawned.ok && !spawned.value.created && !sameRequest(spawned.value.task, spec)) {
+        spawned = await spawn(derivedId(`${first}|${JSON.stringify(spec)}`));
+      }
+      if (spawned.ok) held.emit(taskLedgerEffect, { op: "adopt", ids: [spawned.value.task.id] });
       return spawned;
     },
     takeResults(taskIds) {
-      if (taskIds.length > 0) held.emit(taskLedgerEffect, { op: "consume", ids: [...taskIds], by: "wait" });
+      const taken = new Set(takenBy([...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)]));
+      const fresh = taskIds.filter((id) => !taken.has(id));
+      if (fresh.length > 0) held.emit(taskLedgerEffect, { op: "consume", ids: fresh, by: "wait" });
+      return fresh;
     },
     yieldForChildren() {
       held.emit(taskLedgerEffect, { op: "yield", sessionId });
@@ -150,7 +171,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
     async openChildren() {
       const ops = [...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)];
       const mine = new Set(ops.flatMap((op) => (op.op === "adopt" ? op.ids : [])));
-      const done = new Set(ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : [])));
+      const done = new Set(takenBy(ops));
       const tasks = await o.subagents.ledger.tasks.unconsumedOf(sessionId);
       return tasks.filter((t) => t.consumedBy === null && (t.adopted || mine.has(t.id)) && !done.has(t.id));
     },

@@ -126,10 +126,13 @@ export function subagentTools(o: SubagentToolsOptions) {
           tasks = await ownTasks(context, ids);
         }
         const finished = tasks.filter((t) => isTerminalTask(t.status));
-        context.outbox.takeResults(finished.filter((t) => t.consumedBy === null).map((t) => t.id));
+        const untaken = finished.filter((t) => t.consumedBy === null).map((t) => t.id);
+        const taken = new Set(context.outbox.takeResults(untaken));
+        // A result this run already had as a turn of its own is not given twice.
+        const earlier = new Set(untaken.filter((id) => !taken.has(id)));
         const open = tasks.length - finished.length;
         return {
-          tasks: tasks.map((t) => taskView(t, true)),
+          tasks: tasks.map((t) => (earlier.has(t.id) ? { ...taskView(t, false), result: undefined, reported: "earlier in this conversation" } : taskView(t, true))),
           ...(open > 0 ? { note: `${open} still running after ${args.timeout_seconds} s; their results come later (agent_wait again, or agent_yield)` } : {}),
         };
       },

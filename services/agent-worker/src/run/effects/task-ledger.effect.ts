@@ -1,13 +1,14 @@
-import type { TaskConsumer } from "@nahida/contracts";
+import { encodeLaneItem, type TaskConsumer } from "@nahida/contracts";
 import type { TaskOutcome } from "@nahida/db";
 import { EffectStage, defineEffect } from "./effect";
 
 /**
- * What a run does to its sub-agent tasks, in the order it did it:
+ * What a run does to its sub-agent tasks:
  * - `adopt`: this run owns the tasks it spawned or found again (a retried run);
  * - `consume`: it took these results (`agent_wait` inline, a resume, an announce);
  * - `yield`: every result of the session's tasks nobody took yet waits to resume it together;
- * - `finish`: it ended these tasks (`agent_stop`, `/stop`, a child's own end).
+ * - `finish`: it ended these tasks (`agent_stop`, `/stop`, a child's own end); `abort: false`
+ *   leaves their lanes alone (a child ending its own task in its own run).
  * Every write is conditional on the state it changes (docs/subagents.md), so a result is
  * taken once and a task ends once whoever else gets there.
  */
@@ -15,7 +16,7 @@ export type TaskLedgerOp =
   | { op: "adopt"; ids: string[] }
   | { op: "consume"; ids: string[]; by: TaskConsumer }
   | { op: "yield"; sessionId: string }
-  | { op: "finish"; ids: string[]; outcome: TaskOutcome };
+  | { op: "finish"; ids: string[]; outcome: TaskOutcome; abort?: boolean };
 
 export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
   name: "task_ledger",
@@ -23,28 +24,43 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
   async write(values, tx, env) {
     const wake: string[] = [];
     const stopTasks: { id: string; childSessionId: string }[] = [];
-    for (const value of values) {
+    /** Tasks taken or stopped here, and yields made here: each may leave a yield with nothing left to resume it. */
+    const taken: string[] = [];
+    const yielded: string[] = [];
+    // Adoptions first: a yield in the same commit covers the children spawned beside it.
+    const ops = [...values.filter((v) => v.op === "adopt"), ...values.filter((v) => v.op !== "adopt")];
+    for (const value of ops) {
       switch (value.op) {
         case "adopt":
           await env.ledger.tasks.adopt(tx, value.ids);
           break;
         case "consume":
           await env.ledger.tasks.consume(tx, value.ids, value.by, env.runId);
+          taken.push(...value.ids);
           break;
         case "yield":
           await env.ledger.tasks.yieldFor(tx, value.sessionId, env.runId);
+          yielded.push(env.runId);
           break;
         case "finish": {
           const consumed = value.outcome.consumedBy ? { consumedRunId: env.runId } : {};
           const after = await env.ledger.finishIn(tx, value.ids, { ...value.outcome, ...consumed });
           wake.push(...after.wake);
-          stopTasks.push(...after.stop);
+          if (value.abort !== false) stopTasks.push(...after.stop);
+          if (value.outcome.consumedBy) taken.push(...value.ids);
           break;
         }
         default: {
           const unreachable: never = value;
           throw new Error(`unknown task ledger op ${JSON.stringify(unreachable)}`);
         }
+      }
+    }
+    if (taken.length + yielded.length > 0) {
+      for (const { yieldRunId, parentLaneKey } of await env.ledger.tasks.resumableYields(tx, taken, yielded)) {
+        const item = encodeLaneItem({ kind: "subagent_resume", yieldRunId });
+        await env.lanes.append(parentLaneKey, item, tx);
+        wake.push(parentLaneKey);
       }
     }
     return { wake, stopTasks };

@@ -1,5 +1,5 @@
 import { err, ok } from "@nahida/contracts";
-import type { SessionEvent, SessionEventRepository, SessionRepository } from "@nahida/db";
+import type { BackgroundTaskRepository, SessionEvent, SessionEventRepository, SessionRepository } from "@nahida/db";
 import { RunStoppedError } from "@nahida/lanes";
 import { agentEventMetadata } from "@nahida/outbox";
 import { unanswered } from "../agent-call";
@@ -10,6 +10,8 @@ import { defineLaneKind, type KindItem } from "./lane-kind";
 export interface AgentEventKindOptions {
   events: SessionEventRepository;
   sessions: SessionRepository;
+  /** A sub-agent's session answers with the tools its task gave it. */
+  tasks: BackgroundTaskRepository;
 }
 
 /**
@@ -34,7 +36,8 @@ export function agentEventKind(o: AgentEventKindOptions) {
     const sessionId = await sessionOf(run, item);
     if (sessionId === null) return;
     const turn = { role: "event" as const, content: event.content, source: event.source, metadata: agentEventMetadata({ ...event, mode: "enqueue" }) };
-    const answer = await run.callAgent(sessionId, [turn], { eventDepth: event.depth });
+    const child = run.scope.session.parentId !== null && sessionId === run.scope.session.id ? await o.tasks.ofChild(sessionId) : null;
+    const answer = await run.callAgent(sessionId, [turn], { eventDepth: event.depth, allowedTools: child?.tools ?? null });
     const finish = (status: "done" | "failed", reply: string | null, error: string | null) => run.uow.emit(finishEventEffect, { eventId: event.id, status, reply, error });
     const error = unanswered(answer);
     if (error !== null) return finish("failed", null, error);

@@ -26,6 +26,41 @@ function resultTurn(task: BackgroundTask, by: TaskConsumer): NewTurn {
   return { role: "event", content, source: `subagent:${task.id}`, metadata };
 }
 
+/** Takes results for the run: each once, recorded in its commit, told to its parent session in one agent call per session. */
+function resultTaker(run: Run) {
+  const state = runTaskState(run);
+  /** Turns to tell each parent session, in the order their results are taken. */
+  const tell = new Map<string, NewTurn[]>();
+  return {
+    state,
+    take(tasks: BackgroundTask[], by: TaskConsumer): void {
+      const fresh = tasks.filter((t) => !state.taken.has(t.id));
+      if (fresh.length === 0) return;
+      for (const t of fresh) state.taken.add(t.id);
+      run.uow.emit(taskLedgerEffect, { op: "consume", ids: fresh.map((t) => t.id), by });
+      if (by === "discarded") return;
+      const turns = tell.get(fresh[0]!.parentSessionId) ?? [];
+      turns.push(...fresh.map((t) => resultTurn(t, by)));
+      tell.set(fresh[0]!.parentSessionId, turns);
+    },
+    /** One agent call per parent session with every result taken; its answer to the run's output. */
+    async report(): Promise<void> {
+      for (const [sessionId, turns] of tell) {
+        const answer = await run.callAgent(sessionId, turns);
+        const error = unanswered(answer);
+        if (error !== null) run.logger.warn({ laneKey: run.lane.laneKey, sessionId, err: error }, "a sub-agent's result was recorded but not answered");
+        if (answer.kind === "text") run.answer({ text: answer.text }, { source: "agent", sessionId });
+      }
+    },
+  };
+}
+
+/** Reads tasks by id for a kind whose items name one. */
+async function loadTasks(tasks: BackgroundTaskRepository, refIds: readonly string[]) {
+  const found = new Map((await tasks.getMany(refIds)).map((t) => [t.id, t]));
+  return new Map(refIds.map((id) => [id, found.has(id) ? ok(found.get(id)!) : err(`task ${id} does not exist (its session was deleted)`)]));
+}
+
 /**
  * A finished sub-agent's result, in its parent's lane: taken here exactly once, by one of
  * - nobody, when an `agent_wait` already took it (in the commit of the run that waited),
@@ -37,7 +72,7 @@ function resultTurn(task: BackgroundTask, by: TaskConsumer): NewTurn {
  */
 export function subagentResultKind(o: SubagentResultKindOptions) {
   /** The yield `task` waits in, with the rest of its tasks; null when its parent did not yield for it. */
-  async function yieldGroup(run: Run, task: BackgroundTask, state: ReturnType<typeof runTaskState>): Promise<BackgroundTask[] | null> {
+  async function yieldGroup(task: BackgroundTask, state: ReturnType<typeof runTaskState>): Promise<BackgroundTask[] | null> {
     // A yield of this run covers every owned result of the session nobody took (as its commit will write it).
     if (state.yielded.has(task.parentSessionId)) {
       const open = await o.tasks.unconsumedOf(task.parentSessionId);
@@ -47,49 +82,51 @@ export function subagentResultKind(o: SubagentResultKindOptions) {
     return (await o.tasks.yieldGroup(task.yieldRunId)).filter((t) => !state.taken.has(t.id));
   }
 
-  async function report(run: Run, sessionId: string, turns: NewTurn[]): Promise<void> {
-    const answer = await run.callAgent(sessionId, turns);
-    const error = unanswered(answer);
-    if (error !== null) run.logger.warn({ laneKey: run.lane.laneKey, sessionId, err: error }, "a sub-agent's result was recorded but not answered");
-    if (answer.kind === "text") run.answer({ text: answer.text }, { source: "agent", sessionId });
-  }
-
   return defineLaneKind<BackgroundTask>({
     kind: "subagent_result",
-    async load(refIds) {
-      const tasks = new Map((await o.tasks.getMany(refIds)).map((t) => [t.id, t]));
-      return new Map(refIds.map((id) => [id, tasks.has(id) ? ok(tasks.get(id)!) : err(`task ${id} does not exist (its session was deleted)`)]));
-    },
+    load: (refIds) => loadTasks(o.tasks, refIds),
     async handle(items: readonly KindItem<BackgroundTask>[], run) {
-      const state = runTaskState(run);
-      /** Turns to tell each parent session, in the order their results are taken. */
-      const tell = new Map<string, NewTurn[]>();
-      const take = (tasks: BackgroundTask[], by: TaskConsumer) => {
-        const fresh = tasks.filter((t) => !state.taken.has(t.id));
-        if (fresh.length === 0) return;
-        for (const t of fresh) state.taken.add(t.id);
-        run.uow.emit(taskLedgerEffect, { op: "consume", ids: fresh.map((t) => t.id), by });
-        if (by === "discarded") return;
-        const turns = tell.get(fresh[0]!.parentSessionId) ?? [];
-        turns.push(...fresh.map((t) => resultTurn(t, by)));
-        tell.set(fresh[0]!.parentSessionId, turns);
-      };
+      const taker = resultTaker(run);
       for (const { itemId, row: task } of items) {
         if (task.parentLaneKey !== run.lane.laneKey) {
           run.reject(itemId, `task ${task.id} reports to lane ${task.parentLaneKey}, not ${run.lane.laneKey}`);
           continue;
         }
-        if (task.consumedBy !== null || state.taken.has(task.id) || !isTerminalTask(task.status)) continue;
-        if (!task.adopted && !state.adopted.has(task.id)) {
-          take([task], "discarded");
+        if (task.consumedBy !== null || taker.state.taken.has(task.id) || !isTerminalTask(task.status)) continue;
+        if (!task.adopted && !taker.state.adopted.has(task.id)) {
+          taker.take([task], "discarded");
           continue;
         }
-        const group = await yieldGroup(run, task, state);
-        if (group === null) take([task], "announce");
-        // The rest of the yield is still running: this result waits for them, and the last one resumes the parent with all.
-        else if (group.every((t) => isTerminalTask(t.status))) take(group, "resume");
+        const group = await yieldGroup(task, taker.state);
+        if (group === null) taker.take([task], "announce");
+        // The rest of the yield is still running: this result waits for them. The last one to
+        // end resumes the parent with all; if it is taken another way, that commit appends a
+        // `subagent_resume` item instead (task_ledger effect).
+        else if (group.every((t) => isTerminalTask(t.status))) taker.take(group, "resume");
       }
-      for (const [sessionId, turns] of tell) await report(run, sessionId, turns);
+      await taker.report();
+    },
+  });
+}
+
+/**
+ * A yield with nothing left to resume it: all its tasks ended, and the last result item came
+ * before the last of them was taken another way (inline, or stopped). Resumes the parent
+ * with every result of the yield nobody took, once.
+ */
+export function subagentResumeKind(o: SubagentResultKindOptions) {
+  return defineLaneKind<BackgroundTask[]>({
+    kind: "subagent_resume",
+    async load(refIds) {
+      return new Map(await Promise.all(refIds.map(async (id) => [id, ok(await o.tasks.yieldGroup(id))] as const)));
+    },
+    async handle(items, run) {
+      const taker = resultTaker(run);
+      for (const { row } of items) {
+        const group = row.filter((t) => t.parentLaneKey === run.lane.laneKey && !taker.state.taken.has(t.id));
+        if (group.length > 0 && group.every((t) => isTerminalTask(t.status))) taker.take(group, "resume");
+      }
+      await taker.report();
     },
   });
 }

@@ -44,6 +44,8 @@ export function subagentTaskKind(o: SubagentTaskKindOptions) {
     const tokens = { ...run.usage };
     run.uow.emit(taskLedgerEffect, {
       op: "finish",
+      // Its own run: nothing to abort (a run after it in this lane must not be).
+      abort: false,
       ids: [task.id],
       outcome: failed !== null ? { status: "failed", error: failed, tokens } : { status: "succeeded", result: answer.kind === "text" ? answer.text : "", tokens },
     });
