@@ -169,6 +169,36 @@ describe("nahida CLI", { timeout: 240_000 }, () => {
     expect(usage.stderr).toContain("sessions send needs a message");
   });
 
+  it("lists, shows and stops a session's sub-agent tasks", async () => {
+    const chat = 720000009;
+    h.openai.onRequest((request) => {
+      const messages = request.body.messages as { role: string; content?: string }[];
+      if (messages.some((m) => m.role === "user" && String(m.content).startsWith("[sub-agent task"))) return { content: "never", delayMs: 30_000 };
+      const last = messages.at(-1)!;
+      if (last.role === "user" && String(last.content).startsWith("[sub-agent")) return { content: "NO_REPLY" };
+      return last.role === "tool" ? { content: "Spawned." } : { toolCalls: [{ name: "agent_spawn", arguments: { task: "count the stars", label: "stars" } }] };
+    });
+    try {
+      h.telegram.pushUpdate({ update_id: 720009, message: { message_id: 1, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "private", first_name: "Op" }, from: { id: chat, is_bot: false, first_name: "Op" }, text: "start it" } });
+      const db = createDatabase({ url: h.databaseUrl, poolSize: 1 });
+      const task = await waitFor(async () => (await db.prisma.backgroundTask.findFirst({ where: { label: "stars", status: "running" } })) ?? undefined, 30_000, "the running task");
+      await db.close();
+
+      const listed = await nahida(["tasks", "list", task.parentSessionId], env);
+      expect(listed.stderr).toBe("");
+      expect(listed.stdout).toMatch(new RegExp(`^ID +STATUS +LABEL +TAKEN BY +CREATED\n${task.id}  running  stars  -  `));
+      const shown = JSON.parse((await nahida(["tasks", "show", task.id, "--json"], env)).stdout);
+      expect(shown).toMatchObject({ task_id: task.id, status: "running", label: "stars", task: "count the stars", parent_session_id: task.parentSessionId });
+      expect((await nahida(["tasks", "stop", task.id], env)).stdout).toBe(`task ${task.id} stopped\n`);
+      expect((await nahida(["tasks", "stop", task.id], env)).stdout).toBe(`task ${task.id} had already ended: cancelled\n`);
+      const usage = await nahida(["tasks", "show"], env);
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain("tasks show needs a task id");
+    } finally {
+      h.openai.onRequest(undefined);
+    }
+  });
+
   it("reads and replaces the send policy from a file", async () => {
     expect(JSON.parse((await nahida(["policy", "get"], env)).stdout)).toEqual({ default: "allow", rules: [] });
     const file = join(h.workspaceDir, "policy.json");

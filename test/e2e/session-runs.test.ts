@@ -115,7 +115,7 @@ describe("session runs: typed lane items and the run's unit of work", () => {
       return rows.length === 2 && rows.every((r) => r.status === "failed") ? rows : undefined;
     }, 10_000, "both items to fail");
     expect(failed[0].error).toMatch(/unknown lane item kind "telepathy"; known: inbound, agent_event/);
-    expect(failed[1].error).toMatch(/task 00000000-0000-4000-8000-0000000000e1 does not exist/);
+    expect(failed[1].error).toMatch(/task "00000000-0000-4000-8000-0000000000e1" does not exist/);
 
     h.openai.enqueue({ content: "Still here." });
     h.telegram.pushUpdate(privateText(chat, "hello?"));

@@ -125,7 +125,7 @@ describe("sub-agents: spawn, wait, yield, stop, each result taken once", () => {
       { content: "alpha is done", source: `subagent:${t.id}`, metadata: expect.objectContaining({ kind: "subagent_result", status: "succeeded", consumed_by: "announce" }) },
     ]);
     const session = await db.query("SELECT parent_id, chat_address, lane_key FROM sessions WHERE id = $1", [t.child_session_id]);
-    expect(session.rows[0]).toEqual({ parent_id: t.parent_session_id, chat_address: null, lane_key: `session:${t.child_session_id}` });
+    expect(session.rows[0]).toEqual({ parent_id: t.parent_session_id, chat_address: null, lane_key: `session:${t.parent_session_id}/sub:${t.id}` });
   });
 
   it("agent_yield ends the parent's turn and resumes it once, when the last child ends, with every result; a second yield with nothing pending says so", async () => {
@@ -295,8 +295,9 @@ describe("sub-agents: spawn, wait, yield, stop, each result taken once", () => {
     // The metrics say so too: refusals by reason, tasks by status (read at scrape time).
     const metrics = await (await fetch(`${h.nahida.gatewayAddress}/metrics`)).text();
     expect(metrics).toMatch(/^nahida_subagent_spawn_refusals_total\{reason="children_cap"\} 4$/m);
-    const succeeded = Number(/^nahida_subagent_tasks\{status="succeeded"\} (\d+)$/m.exec(metrics)?.[1]);
+    const succeeded = Number(/^nahida_subagent_tasks_ended_total\{status="succeeded"\} (\d+)$/m.exec(metrics)?.[1]);
     expect(succeeded).toBeGreaterThanOrEqual(20);
+    expect(metrics).toMatch(/^nahida_subagent_tasks\{status="running"\} 0$/m);
   });
 
   it("lets an operator list, read and stop a task over REST; the parent is told of the stop once", async () => {

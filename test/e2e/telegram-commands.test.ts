@@ -156,6 +156,35 @@ describe("built-in commands end to end", () => {
       h.openai.onRequest(undefined);
     }
   });
+
+  it("/stop right after a superseding message stops the answer to both, whether the run had started or not", async () => {
+    const chat = 400000008;
+    const lane = `chat:telegram:private:${chat}`;
+    h.telegram.pushUpdate(privateText(chat, "/queue interrupt"));
+    await sentTo(h, chat, 1);
+    const asked: string[] = [];
+    h.openai.onRequest((request) => {
+      if (request.body.user === undefined) return undefined;
+      const users = (request.body.messages as { role: string; content: string }[]).filter((m) => m.role === "user");
+      asked.push(users.at(-1)!.content.split("\n").at(-1)!);
+      return { content: "never sent", delayMs: 20_000 };
+    });
+    try {
+      h.telegram.pushUpdate(privateText(chat, "slow one"));
+      await waitFor(async () => asked.length === 1 || undefined, 10_000, "the first model call");
+      h.telegram.pushUpdate(privateText(chat, "another"));
+      h.telegram.pushUpdate(privateText(chat, "/stop"));
+      const [, stopped] = await sentTo(h, chat, 2, 15_000);
+      expect(stopped!.params.text).toBe("Stopped the reply in progress.");
+      await waitFor(async () => (await db.query("SELECT 1 FROM lane_items WHERE lane_key = $1 AND status IN ('pending', 'running') LIMIT 1", [lane])).rows.length === 0 || undefined, 15_000, "the lane to drain");
+      expect(h.telegram.sent(chat)).toHaveLength(2);
+      const turns = await db.query("SELECT t.role, t.content FROM turns t JOIN chats c ON c.current_session_id = t.session_id WHERE c.address = $1 ORDER BY t.seq", [lane.slice(5)]);
+      expect(turns.rows.filter((t) => t.role === "user").map((t) => t.content)).toEqual(["slow one", "another"]);
+      expect(turns.rows.filter((t) => t.role === "assistant")).toEqual([]);
+    } finally {
+      h.openai.onRequest(undefined);
+    }
+  });
 });
 
 describe("anonymous group admins", () => {

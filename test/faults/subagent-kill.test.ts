@@ -115,11 +115,11 @@ describe("sub-agents through SIGKILLs on two agent workers", () => {
     d.telegram.pushUpdate(privateText(chat, "a go"));
     await waitFor(async () => (calls.get("child:hang-once a") ?? 0) >= 1 || undefined, 30_000, "the child's first call");
     const [t] = await tasksOf(chat);
-    await killRunnerOf(`session:${t.child_session_id}`);
+    await killRunnerOf(`session:${t.parent_session_id}/sub:${t.id}`);
     expect(await answers(chat, 2)).toEqual(["a: spawned", "a: heard a done"]);
     const [done] = await tasksOf(chat);
     expect(done).toMatchObject({ status: "succeeded", consumed_by: "announce", adopted: true, result_turns: 1 });
-    const runs = await db().query("SELECT status FROM lane_runs WHERE lane_key = $1 ORDER BY started_at", [`session:${t.child_session_id}`]);
+    const runs = await db().query("SELECT status FROM lane_runs WHERE lane_key = $1 ORDER BY started_at", [`session:${t.parent_session_id}/sub:${t.id}`]);
     expect(runs.rows.map((r) => r.status)).toEqual(["lost", "succeeded"]);
   }, 90_000);
 

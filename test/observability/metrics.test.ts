@@ -72,6 +72,7 @@ describe("/metrics of separate processes (NAHIDA_HEALTH_PORT)", () => {
       "nahida_lane_oldest_open_item_age_seconds",
       "nahida_subagent_tasks",
       "nahida_subagent_spawn_refusals_total",
+      "nahida_subagent_tasks_ended_total",
       "process_cpu_seconds_total",
     ]) {
       expect(worker.text, name).toMatch(new RegExp(`^# TYPE ${name.replace(/_total$/, "")}(_total)? `, "m"));

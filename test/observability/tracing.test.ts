@@ -140,4 +140,31 @@ describe("tracing: one trace from a Telegram webhook to sendMessage", () => {
     );
     expect(leaks).toEqual([]);
   });
+
+  it("runs a sub-agent in its parent's trace: the child's run is a child of the spawn's tool span", async () => {
+    const chat = CHAT_ID + 1;
+    h.openai.onRequest((request) => {
+      const messages = request.body.messages as { role: string; content?: string }[];
+      if (messages.some((m) => m.role === "user" && String(m.content).startsWith("[sub-agent task"))) return { content: "child result" };
+      const last = messages.at(-1)!;
+      if (last.role === "user" && String(last.content).startsWith("[sub-agent")) return { content: "NO_REPLY" };
+      return last.role === "tool" ? { content: "Spawned." } : { toolCalls: [{ name: "agent_spawn", arguments: { task: "trace me" } }] };
+    });
+    exporter.reset();
+    const update = {
+      update_id: 910002,
+      message: { message_id: 8, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "private", first_name: "Ada" }, from: { id: chat, is_bot: false, first_name: "Ada" }, text: "spawn one" },
+    };
+    expect((await fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify(update) })).status).toBe(200);
+    const spans = await waitFor(async () => {
+      const finished = exporter.getFinishedSpans();
+      return finished.some((s) => s.name === "lane.run" && String(s.attributes["nahida.lane.key"]).includes("/sub:")) && finished;
+    }, 30_000, "the child's run span");
+    h.openai.onRequest(undefined);
+    const spawn = spans.find((s) => s.name === "execute_tool agent_spawn")!;
+    const child = spans.find((s) => s.name === "lane.run" && String(s.attributes["nahida.lane.key"]).includes("/sub:"))!;
+    expect(spawn).toBeDefined();
+    expect(child.spanContext().traceId).toBe(spawn.spanContext().traceId);
+    expect(child.parentSpanContext?.spanId).toBe(spawn.spanContext().spanId);
+  });
 });

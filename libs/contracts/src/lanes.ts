@@ -19,7 +19,7 @@ export type LaneMode = z.infer<typeof LaneMode>;
  * - `subagent_task`: a sub-agent's task, in its child session's lane (`background_tasks.id`);
  * - `subagent_result`: a finished sub-agent task reported to its parent (`background_tasks.id`);
  * - `subagent_resume`: a yield whose tasks have all ended without a result item to resume it
- *   (the last of them was taken inline or stopped): resumes the parent (the yielding run's id).
+ *   (the last of them was taken inline or stopped): resumes the parent (the yield id).
  */
 export const LaneItemKind = z.enum(["inbound", "agent_event", "scheduled_turn", "subagent_task", "subagent_result", "subagent_resume"]);
 export type LaneItemKind = z.infer<typeof LaneItemKind>;
@@ -30,7 +30,7 @@ export type LaneItem =
   | { kind: "scheduled_turn"; cronRunId: string }
   | { kind: "subagent_task"; taskId: string }
   | { kind: "subagent_result"; taskId: string }
-  | { kind: "subagent_resume"; yieldRunId: string };
+  | { kind: "subagent_resume"; yieldId: string };
 
 /** A lane item as the lane stores it. */
 export interface LaneItemRef {
@@ -50,7 +50,7 @@ export function encodeLaneItem(item: LaneItem): LaneItemRef {
     case "subagent_result":
       return { kind: item.kind, refId: item.taskId };
     case "subagent_resume":
-      return { kind: item.kind, refId: item.yieldRunId };
+      return { kind: item.kind, refId: item.yieldId };
     default: {
       const unreachable: never = item;
       return unreachable;

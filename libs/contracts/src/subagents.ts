@@ -83,8 +83,8 @@ export interface BackgroundTask {
   error: string | null;
   timeoutMs: number;
   deadlineAt: Date | null;
-  /** The parent run that yielded for it: its result resumes the parent with the rest of that yield. */
-  yieldRunId: string | null;
+  /** The yield (a parent run, in one session) waiting for it: its result resumes the parent with the rest of that yield. */
+  yieldId: string | null;
   consumedBy: TaskConsumer | null;
   consumedAt: Date | null;
   inputTokens: number;
@@ -103,13 +103,16 @@ export interface BackgroundTask {
 export interface AgentRunExecutor<Tx> {
   readonly name: string;
   /** Starts the task, in the transaction that marks it running; returns the lanes to wake after the commit. */
-  start(task: Pick<BackgroundTask, "id" | "childSessionId">, tx: Tx, traceparent: string | null): Promise<{ wake: string[] }>;
+  start(task: TaskRef, tx: Tx, traceparent: string | null): Promise<{ wake: string[] }>;
   /** Aborts the task's run in progress (after its terminal state is committed). */
-  stop(task: Pick<BackgroundTask, "id" | "childSessionId">): Promise<void>;
+  stop(task: TaskRef): Promise<void>;
 }
 
-/** A child session's lane: its own, so children run beside each other and their parent. */
-export const taskLaneKey = (childSessionId: string) => `session:${childSessionId}`;
+/** What names a task's child lane. */
+export type TaskRef = Pick<BackgroundTask, "id" | "parentSessionId">;
+
+/** A child session's lane, `session:<parent session>/sub:<task id>`: its own, so children run beside each other and their parent. */
+export const taskLaneKey = (task: TaskRef) => `session:${task.parentSessionId}/sub:${task.id}`;
 
 /** A task as operators read it (`GET /api/tasks/:id`, `nahida tasks show`). */
 export const TaskView = z

@@ -214,6 +214,9 @@ export function runOutcomeLabel(outcome: Exclude<RunOutcome, { kind: "empty" }>)
   }
 }
 
+/** How long a supersede that found no run waits for one to register (the gap between reading a batch and starting it). */
+const SUPERSEDE_KEEP_MS = 2_000;
+
 export type DrainOutcome = "drained" | "busy" | "yielded" | "failed" | "lease-lost";
 
 /**
@@ -246,8 +249,16 @@ export class LaneRuntime {
   private worker: Worker | undefined;
   private sweep: Periodic | undefined;
   private stopping = false;
-  /** Stop switches of the runs in progress in this process, by lane, with the newest item each run took. */
-  private readonly active = new Map<string, { stop: AbortController; lastSeq: bigint }>();
+  /**
+   * Stop switches of the runs in progress in this process, by lane, with the newest item
+   * each run took and whether its batch was full (a newer item could not have been in it).
+   */
+  private readonly active = new Map<string, { stop: AbortController; lastSeq: bigint; full: boolean }>();
+  /**
+   * Supersedes that found no run here, kept a moment: one that arrives while a run has read
+   * its items but not yet registered applies when it registers.
+   */
+  private readonly supersedes = new Map<string, { seq: bigint; at: number }>();
   private readonly o: Required<Omit<LaneRuntimeOptions, "db" | "wakeQueue" | "consumerConnection" | "handler" | "logger" | "prefix" | "workerId" | "metrics" | "queueMetrics" | "telemetry">>;
 
   constructor(private readonly options: LaneRuntimeOptions) {
@@ -330,8 +341,15 @@ export class LaneRuntime {
    * uncounted. Returns false when no such run is here.
    */
   supersedeRun(laneKey: string, seq: bigint): boolean {
+    const now = Date.now();
+    for (const [key, early] of this.supersedes) if (now - early.at > SUPERSEDE_KEEP_MS) this.supersedes.delete(key);
     const active = this.active.get(laneKey);
-    if (!active || active.lastSeq >= seq) return false;
+    if (!active) {
+      this.supersedes.set(laneKey, { seq, at: now });
+      return false;
+    }
+    // A full batch could not have taken the new item: aborting it would only start over, forever under a flood.
+    if (active.lastSeq >= seq || active.full) return false;
     active.stop.abort(new RunSupersededError(laneKey));
     return true;
   }
@@ -461,8 +479,13 @@ export class LaneRuntime {
     // Open items come oldest first, so every open item up to this one is in the run.
     const lastSeq = items.reduce((max, i) => (i.seq > max ? i.seq : max), 0n);
     const stop = new AbortController();
-    const active = { stop, lastSeq };
+    const active = { stop, lastSeq, full: lease.mode === "interrupt" && items.length >= this.o.maxBatchSize };
     this.active.set(lease.laneKey, active);
+    const early = this.supersedes.get(lease.laneKey);
+    if (early) {
+      this.supersedes.delete(lease.laneKey);
+      if (early.seq > lastSeq && !active.full && Date.now() - early.at <= SUPERSEDE_KEEP_MS) stop.abort(new RunSupersededError(lease.laneKey));
+    }
     const runSignal = AbortSignal.any([signal, stop.signal]);
     let committed = false;
     /** Set by a one-statement commit: whether it gave the lane back (false: items came since). */

@@ -52,11 +52,13 @@ export interface CronMetrics {
 export interface SubagentMetrics {
   /** Spawns refused, by reason (children_cap, run_lost, parent_gone). */
   spawnRefusals: Counter<"reason">;
+  /** Tasks ended, by terminal status, counted by the process whose commit ended them. */
+  tasksEnded: Counter<"status">;
 }
 
 /** Counts read at scrape time, each with one bounded query. */
 export interface MetricSources {
-  /** Sub-agent tasks by status (`running` is the children running now). */
+  /** Open sub-agent tasks by status (`queued`, `running`: the children running now). */
   tasks?: () => Promise<{ status: string; count: number }[]>;
   /** Jobs per queue and state (`Queue.getJobCounts`). */
   queueJobs?: () => Promise<{ queue: string; state: string; count: number }[]>;
@@ -117,7 +119,7 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
   });
   new Gauge({
     name: "nahida_subagent_tasks",
-    help: "Sub-agent tasks by status (queued, running, succeeded, failed, timed_out, cancelled, lost), read at scrape time",
+    help: "Sub-agent tasks queued (waiting for a slot) and running, read at scrape time",
     labelNames: ["status"],
     registers,
     async collect() {
@@ -193,6 +195,7 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
     },
     subagents: {
       spawnRefusals: new Counter({ name: "nahida_subagent_spawn_refusals_total", help: "Sub-agent spawns refused, by reason (children_cap, run_lost, parent_gone)", labelNames: ["reason"], registers }),
+      tasksEnded: new Counter({ name: "nahida_subagent_tasks_ended_total", help: "Sub-agent tasks ended, by status (succeeded, failed, timed_out, cancelled, lost)", labelNames: ["status"], registers }),
     },
     setSources(next) {
       sources = next;

@@ -19,13 +19,13 @@ export function localExecutor(o: LocalExecutorOptions): AgentRunExecutor<Tx> {
   return {
     name: "local",
     async start(task, tx, traceparent) {
-      const laneKey = taskLaneKey(task.childSessionId);
+      const laneKey = taskLaneKey(task);
       const item = encodeLaneItem({ kind: "subagent_task", taskId: task.id });
       await tx.$queryRaw`WITH ${laneAppendCtes({ laneKey, kind: item.kind, refId: Prisma.sql`${item.refId}::text`, traceparent })} SELECT 1`;
       return { wake: [laneKey] };
     },
     async stop(task) {
-      await interruptLane(o.redis, o.prefix, taskLaneKey(task.childSessionId));
+      await interruptLane(o.redis, o.prefix, taskLaneKey(task));
     },
   };
 }

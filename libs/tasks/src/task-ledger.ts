@@ -1,4 +1,4 @@
-import { err, ok, type AgentRunExecutor, type BackgroundTask, type Result } from "@nahida/contracts";
+import { err, ok, type AgentRunExecutor, type BackgroundTask, type Result, type TaskRef, type TerminalTaskStatus } from "@nahida/contracts";
 import type { BackgroundTaskRepository, Database, FinishedTask, NewTask, TaskOutcome, Tx } from "@nahida/db";
 
 /** Why a spawn was refused; `reason` labels the refusal metric. */
@@ -16,13 +16,17 @@ export interface TaskLedgerOptions {
   /** Wakes a lane after the commit that appended to it (best effort: the lane sweeper covers a lost wake). */
   wake: (laneKey: string) => Promise<void>;
   /** Counts refused spawns by reason (`nahida_subagent_spawn_refusals_total`). */
-  metrics?: { spawnRefusals: { inc(labels: { reason: SpawnRefusal["reason"] }): void } };
+  metrics?: {
+    spawnRefusals: { inc(labels: { reason: SpawnRefusal["reason"] }): void };
+    tasksEnded: { inc(labels: { status: TerminalTaskStatus }): void };
+  };
 }
 
-/** What a transaction that ended tasks leaves to do once it is in: lanes to wake, runs to abort. */
+/** What a transaction that ended tasks leaves to do once it is in: lanes to wake, runs to abort, ends to count. */
 export interface TaskAfterCommit {
   wake: string[];
-  stop: Pick<BackgroundTask, "id" | "childSessionId">[];
+  stop: TaskRef[];
+  ended?: TerminalTaskStatus[];
 }
 
 /** Rows one sweep looks at per kind of trouble. */
@@ -77,14 +81,15 @@ export class TaskLedger {
    * Ends the open ones of `ids` with `outcome` in `tx` and starts queued tasks in the slots
    * freed. Call {@link afterCommit} with the result once `tx` committed.
    */
-  async finishIn(tx: Tx, ids: readonly string[], outcome: TaskOutcome): Promise<TaskAfterCommit & { ended: FinishedTask[] }> {
+  async finishIn(tx: Tx, ids: readonly string[], outcome: TaskOutcome): Promise<Required<TaskAfterCommit> & { tasks: FinishedTask[] }> {
     const ended = await this.o.tasks.finish(tx, ids, outcome);
     const started = ended.length > 0 ? await this.startQueued(tx) : { wake: [], stop: [] };
     return {
-      ended,
+      tasks: ended,
+      ended: ended.map(() => outcome.status),
       wake: [...ended.filter((t) => t.reported).map((t) => t.parentLaneKey), ...started.wake],
       // A run of an ended task may still be going (a timeout, a stop): abort it.
-      stop: ended.map((t) => ({ id: t.id, childSessionId: t.childSessionId })),
+      stop: ended.map((t) => ({ id: t.id, parentSessionId: t.parentSessionId })),
     };
   }
 
@@ -92,7 +97,7 @@ export class TaskLedger {
   async finish(ids: readonly string[], outcome: TaskOutcome): Promise<FinishedTask[]> {
     const done = await this.o.db.prisma.$transaction((tx) => this.finishIn(tx, ids, outcome));
     await this.afterCommit(done);
-    return done.ended;
+    return done.tasks;
   }
 
   /** Starts queued tasks while slots are free, in `tx`. */
@@ -105,6 +110,7 @@ export class TaskLedger {
 
   /** Wakes and aborts what a committed transaction asked for; best effort (the sweeps cover a loss). */
   async afterCommit(after: TaskAfterCommit): Promise<void> {
+    for (const status of after.ended ?? []) this.o.metrics?.tasksEnded.inc({ status });
     await Promise.all([
       ...[...new Set(after.wake)].map((laneKey) => this.o.wake(laneKey).catch(() => undefined)),
       ...after.stop.map((task) => this.o.executor.stop(task).catch(() => undefined)),

@@ -20,7 +20,7 @@ CREATE TABLE "background_tasks" (
     "timeout_ms" INTEGER NOT NULL,
     "deadline_at" TIMESTAMPTZ(3),
     "traceparent" TEXT,
-    "yield_run_id" UUID,
+    "yield_id" UUID,
     "consumed_by" TEXT,
     "consumed_run_id" UUID,
     "consumed_at" TIMESTAMPTZ(3),
@@ -37,7 +37,9 @@ CREATE INDEX "background_tasks_parent_session_id_created_at_idx" ON "background_
 CREATE INDEX "background_tasks_spawn_item_id_idx" ON "background_tasks"("spawn_item_id");
 -- Open tasks, for the slots, the sweep and the gauges: the table keeps every finished task.
 CREATE INDEX "background_tasks_open_idx" ON "background_tasks"("status", "created_at") WHERE "status" IN ('queued', 'running');
+-- A lane's tasks whose results nobody took (`/stop`).
+CREATE INDEX "background_tasks_untaken_idx" ON "background_tasks"("parent_lane_key") WHERE "consumed_by" IS NULL;
 -- A yield's tasks.
-CREATE INDEX "background_tasks_yield_run_id_idx" ON "background_tasks"("yield_run_id") WHERE "yield_run_id" IS NOT NULL;
+CREATE INDEX "background_tasks_yield_id_idx" ON "background_tasks"("yield_id") WHERE "yield_id" IS NOT NULL;
 ALTER TABLE "background_tasks" ADD CONSTRAINT "background_tasks_parent_session_id_fkey" FOREIGN KEY ("parent_session_id") REFERENCES "sessions"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "background_tasks" ADD CONSTRAINT "background_tasks_child_session_id_fkey" FOREIGN KEY ("child_session_id") REFERENCES "sessions"("id") ON DELETE CASCADE ON UPDATE CASCADE;

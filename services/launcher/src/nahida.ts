@@ -73,7 +73,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   metrics.setSources({
     queueJobs: () => queueJobCounts(Object.values(queues)),
     openLaneItems: () => laneStore.openItemStats(),
-    tasks: () => repositories.tasks.countByStatus(),
+    tasks: () => repositories.tasks.countOpen(),
   });
   const metricsRoute = { render: () => metrics.render() };
 

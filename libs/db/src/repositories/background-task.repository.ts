@@ -1,4 +1,4 @@
-import { encodeLaneItem, taskLaneKey, type BackgroundTask, type TaskConsumer, type TaskContextMode, type TaskStatus, type TerminalTaskStatus } from "@nahida/contracts";
+import { encodeLaneItem, taskLaneKey, type BackgroundTask, type TaskConsumer, type TaskContextMode, type TaskRef, type TaskStatus, type TerminalTaskStatus } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import { Prisma, type BackgroundTask as TaskRow } from "../generated/prisma/client";
 import { laneAppendCtes } from "../lane-append";
@@ -22,17 +22,13 @@ export interface TaskOutcome {
 }
 
 /** A task `finish` ended: its parent lane got its result item unless it was consumed at once. */
-export interface FinishedTask {
-  id: string;
-  childSessionId: string;
+export interface FinishedTask extends TaskRef {
   parentLaneKey: string;
   reported: boolean;
 }
 
 /** A task `promote` started: its executor appends it to its child lane in the same transaction. */
-export interface StartedTask {
-  id: string;
-  childSessionId: string;
+export interface StartedTask extends TaskRef {
   traceparent: string | null;
 }
 
@@ -95,15 +91,18 @@ export class BackgroundTaskRepository {
     return rows.length === 1;
   }
 
-  /** Tasks spawned by the parent run named by its first lane item (every attempt of it). */
+  /**
+   * Tasks spawned by the parent run named by its first lane item, every attempt of it, but
+   * not those already given up (an earlier attempt's child a retry asked otherwise of).
+   */
   async countSpawnedBy(spawnItemId: string, tx: Tx): Promise<number> {
-    return tx.backgroundTask.count({ where: { spawnItemId } });
+    return tx.backgroundTask.count({ where: { spawnItemId, OR: [{ consumedBy: null }, { consumedBy: { not: "discarded" } }] } });
   }
 
   /** Writes the task and its child session (chatless, its own lane, the parent as parent). */
   async create(task: NewTask, tx: Tx): Promise<BackgroundTask> {
     await tx.session.create({
-      data: { id: task.childSessionId, laneKey: taskLaneKey(task.childSessionId), parentId: task.parentSessionId, title: task.label ?? task.task.slice(0, 80) },
+      data: { id: task.childSessionId, laneKey: taskLaneKey(task), parentId: task.parentSessionId, title: task.label ?? task.task.slice(0, 80) },
     });
     const row = await tx.backgroundTask.create({ data: { ...task, tools: task.tools ?? Prisma.DbNull } });
     return taskOf(row);
@@ -129,7 +128,7 @@ export class BackgroundTaskRepository {
       UPDATE background_tasks t
          SET status = 'running', started_at = now(), deadline_at = now() + t.timeout_ms * interval '1 millisecond'
         FROM next WHERE t.id = next.id
-      RETURNING t.id::text AS id, t.child_session_id::text AS "childSessionId", t.traceparent`;
+      RETURNING t.id::text AS id, t.parent_session_id::text AS "parentSessionId", t.traceparent`;
   }
 
   /**
@@ -146,14 +145,14 @@ export class BackgroundTaskRepository {
       SELECT 1 FROM lanes WHERE key IN (
         SELECT parent_lane_key FROM background_tasks WHERE id = ANY(${[...ids]}::uuid[]) AND status = ANY(${OPEN}::text[]))
        ORDER BY key FOR UPDATE`;
-    const ended = await tx.$queryRaw<{ id: string; childSessionId: string; parentLaneKey: string }[]>`
+    const ended = await tx.$queryRaw<(TaskRef & { parentLaneKey: string })[]>`
       UPDATE background_tasks
          SET status = ${outcome.status}, result = ${outcome.result ?? null}, error = ${outcome.error ?? null}, finished_at = now(),
              input_tokens = input_tokens + ${outcome.tokens?.input ?? 0}::int, output_tokens = output_tokens + ${outcome.tokens?.output ?? 0}::int,
              consumed_by = ${outcome.consumedBy ?? null}, consumed_run_id = ${outcome.consumedRunId ?? null}::uuid,
              consumed_at = CASE WHEN ${outcome.consumedBy ?? null}::text IS NULL THEN NULL ELSE now() END
        WHERE id = ANY(${[...ids]}::uuid[]) AND status = ANY(${OPEN}::text[])
-      RETURNING id::text AS id, child_session_id::text AS "childSessionId", parent_lane_key AS "parentLaneKey"`;
+      RETURNING id::text AS id, parent_session_id::text AS "parentSessionId", parent_lane_key AS "parentLaneKey"`;
     const reported = outcome.consumedBy === undefined;
     if (reported) {
       for (const task of ended) {
@@ -179,32 +178,32 @@ export class BackgroundTaskRepository {
    * A parent run yields: every result of the session's own tasks that nobody took yet now
    * waits for the rest of them, and resumes the parent once all have ended.
    */
-  async yieldFor(tx: Tx, parentSessionId: string, runId: string): Promise<void> {
-    await tx.backgroundTask.updateMany({ where: { parentSessionId, adopted: true, consumedBy: null }, data: { yieldRunId: runId } });
+  async yieldFor(tx: Tx, parentSessionId: string, yieldId: string): Promise<void> {
+    await tx.backgroundTask.updateMany({ where: { parentSessionId, adopted: true, consumedBy: null }, data: { yieldId } });
   }
 
   /**
-   * Of the yields these tasks belong to (or `yieldRunIds`), those with results nobody took
+   * Of the yields these tasks belong to (or `yieldIds`), those with results nobody took
    * and none of their tasks open: nothing else will resume them (their last task was taken
    * inline or stopped, or every one had ended before the yield), so the caller appends a
    * `subagent_resume` item to their parent's lane.
    */
-  async resumableYields(tx: Tx, taskIds: readonly string[], yieldRunIds: readonly string[]): Promise<{ yieldRunId: string; parentLaneKey: string }[]> {
-    return tx.$queryRaw<{ yieldRunId: string; parentLaneKey: string }[]>`
+  async resumableYields(tx: Tx, taskIds: readonly string[], yieldIds: readonly string[]): Promise<{ yieldId: string; parentLaneKey: string }[]> {
+    return tx.$queryRaw<{ yieldId: string; parentLaneKey: string }[]>`
       WITH yields AS (
-        SELECT DISTINCT yield_run_id AS id FROM background_tasks WHERE id = ANY(${[...taskIds]}::uuid[]) AND yield_run_id IS NOT NULL
-        UNION SELECT unnest(${[...yieldRunIds]}::uuid[])
+        SELECT DISTINCT yield_id AS id FROM background_tasks WHERE id = ANY(${[...taskIds]}::uuid[]) AND yield_id IS NOT NULL
+        UNION SELECT unnest(${[...yieldIds]}::uuid[])
       )
-      SELECT t.yield_run_id::text AS "yieldRunId", min(t.parent_lane_key) AS "parentLaneKey"
-        FROM background_tasks t JOIN yields y ON t.yield_run_id = y.id
+      SELECT t.yield_id::text AS "yieldId", min(t.parent_lane_key) AS "parentLaneKey"
+        FROM background_tasks t JOIN yields y ON t.yield_id = y.id
        WHERE t.consumed_by IS NULL
-       GROUP BY t.yield_run_id
+       GROUP BY t.yield_id
       HAVING bool_and(t.status NOT IN ('queued', 'running'))`;
   }
 
   /** A yield's tasks whose results nobody took yet. */
-  async yieldGroup(yieldRunId: string): Promise<BackgroundTask[]> {
-    return (await this.prisma.backgroundTask.findMany({ where: { yieldRunId, consumedBy: null }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] })).map(taskOf);
+  async yieldGroup(yieldId: string): Promise<BackgroundTask[]> {
+    return (await this.prisma.backgroundTask.findMany({ where: { yieldId, consumedBy: null }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] })).map(taskOf);
   }
 
   /** The session's tasks whose results nobody took yet, oldest first. */
@@ -218,11 +217,16 @@ export class BackgroundTaskRepository {
   }
 
   /** Running tasks that ended (stopped, timed out) while their child's run still holds its item: its abort may have been lost. */
-  async endedButRunning(limit: number): Promise<{ id: string; childSessionId: string }[]> {
-    return this.prisma.$queryRaw<{ id: string; childSessionId: string }[]>`
-      SELECT t.id::text AS id, t.child_session_id::text AS "childSessionId" FROM lane_items li
-        JOIN background_tasks t ON li.ref_id = t.id::text
-       WHERE li.kind = 'subagent_task' AND li.status = 'running' AND t.status IN ('cancelled', 'timed_out', 'lost')
+  async endedButRunning(limit: number): Promise<TaskRef[]> {
+    // From the running items (the partial index of open lane items) to their tasks by key.
+    return this.prisma.$queryRaw<TaskRef[]>`
+      WITH running AS MATERIALIZED (
+        SELECT ref_id FROM lane_items
+         WHERE kind = 'subagent_task' AND status = 'running' AND ref_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      )
+      SELECT t.id::text AS id, t.parent_session_id::text AS "parentSessionId"
+        FROM running r JOIN background_tasks t ON t.id = r.ref_id::uuid
+       WHERE t.status IN ('cancelled', 'timed_out', 'lost')
        LIMIT ${limit}`;
   }
 
@@ -252,9 +256,10 @@ export class BackgroundTaskRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Tasks by status, for the metrics gauge (one grouped read; data retention bounds the table). */
-  async countByStatus(): Promise<{ status: string; count: number }[]> {
-    const rows = await this.prisma.backgroundTask.groupBy({ by: ["status"], _count: { _all: true } });
-    return rows.map((r) => ({ status: r.status, count: r._count._all }));
+  /** Open tasks by status (`queued`, `running`; both always present), for the metrics gauge: read off the partial index of open tasks. */
+  async countOpen(): Promise<{ status: string; count: number }[]> {
+    const rows = await this.prisma.$queryRaw<{ status: string; count: number }[]>`
+      SELECT status, count(*)::int AS count FROM background_tasks WHERE status IN ('queued', 'running') GROUP BY status`;
+    return OPEN.map((status) => ({ status, count: rows.find((r) => r.status === status)?.count ?? 0 }));
   }
 }

@@ -51,7 +51,7 @@ function chatCron(o: ChatCommandsOptions, run: Run, chatAddress: string): ChatCr
 }
 
 /** What a command sent in the run's chat sees and changes; every change goes into the run's unit of work. */
-export function commandContext(o: ChatCommandsOptions, run: Run, record: InboundRecord): CommandContext {
+export function commandContext(o: ChatCommandsOptions, run: Run, record: InboundRecord, stoppedHere = false): CommandContext {
   const chat = run.scope.chat;
   if (!chat) throw new Error(`a command reached session ${run.scope.session.id}, which has no chat`);
   return {
@@ -70,7 +70,8 @@ export function commandContext(o: ChatCommandsOptions, run: Run, record: Inbound
     sendOverride: run.sendOverride,
     setSendOverride: (value) => run.changeSetting({ setting: "send_override", value }),
     setQueueMode: (value) => run.changeSetting({ setting: "queue_mode", value }),
-    consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.lane.laneKey))) !== null,
+    // Stopped: a run in progress (its mark), or messages before this /stop in its own batch.
+    consumeStopped: async () => (await o.redis.getdel(stoppedKey(o.prefix, run.lane.laneKey))) !== null || stoppedHere,
     stopSubagents: async () => {
       // Every session of the chat (a `/new` leaves the old one's children running), and the
       // results that ended but were not told yet: after a /stop nothing of them speaks.

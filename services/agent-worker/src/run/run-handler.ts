@@ -85,7 +85,7 @@ export function createRunHandler(o: RunHandlerOptions): LaneHandler {
     await Promise.all([
       o.effects.outbox.dispatch(after.deliveryIds),
       o.effects.sessionEvents.wake(after.wake),
-      o.effects.ledger.afterCommit({ wake: [], stop: after.stopTasks }),
+      o.effects.ledger.afterCommit({ wake: [], stop: after.stopTasks, ended: after.endedTasks }),
     ]);
   };
 }

@@ -36,8 +36,9 @@ export interface SubagentLimits {
 }
 
 /** Whether a task found under a retried run's spawn id is what this spawn asks for. */
-const sameRequest = (task: BackgroundTask, spec: SubagentSpec) =>
+const sameRequest = (task: BackgroundTask, spec: SubagentSpec, timeoutMs: number) =>
   task.task === spec.task &&
+  task.timeoutMs === timeoutMs &&
   task.label === (spec.label ?? null) &&
   task.instructions === (spec.instructions ?? null) &&
   task.contextMode === spec.context &&
@@ -129,6 +130,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       const spawnItem = run.lane.items[0];
       if (!spawnItem) throw new Error(`run ${run.id} has no lane item to name its children by`);
       const first = nthCall(run, `${spawnItem.id}|${sessionId}|spawn`);
+      const timeoutMs = spec.timeoutSeconds !== undefined ? spec.timeoutSeconds * 1_000 : limits.timeoutMs;
       const forkContext = spec.context === "fork" ? renderForkContext(await run.conversation(sessionId, limits.forkTurns), limits.forkChars) : null;
       const spawn = (id: string) =>
         limits.ledger.spawn(
@@ -145,15 +147,17 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
             contextMode: spec.context,
             forkContext,
             tools: spec.tools ?? null,
-            timeoutMs: spec.timeoutSeconds !== undefined ? spec.timeoutSeconds * 1_000 : limits.timeoutMs,
+            timeoutMs,
             traceparent: currentTraceparent(),
           },
           limits.maxChildren,
         );
       let spawned = await spawn(first);
       // A retried run's n-th spawn that asks for something else (the model chose otherwise)
-      // is a child of its own: the first attempt's, which no committed run adopts, is cancelled.
-      if (spawned.ok && !spawned.value.created && !sameRequest(spawned.value.task, spec)) {
+      // is a child of its own; the earlier attempt's, which no run will adopt now, is
+      // cancelled at once (nobody told), freeing its slot and its place under the cap.
+      if (spawned.ok && !spawned.value.created && !sameRequest(spawned.value.task, spec, timeoutMs)) {
+        await limits.ledger.finish([first], { status: "cancelled", error: "its parent's retried turn asked for something else", consumedBy: "discarded" });
         spawned = await spawn(derivedId(`${first}|${JSON.stringify(spec)}`));
       }
       if (spawned.ok) held.emit(taskLedgerEffect, { op: "adopt", ids: [spawned.value.task.id] });
@@ -166,7 +170,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       return fresh;
     },
     yieldForChildren() {
-      held.emit(taskLedgerEffect, { op: "yield", sessionId });
+      held.emit(taskLedgerEffect, { op: "yield", sessionId, yieldId: derivedId(`${run.id}|${sessionId}|yield`) });
     },
     async openChildren() {
       const ops = [...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)];

@@ -32,7 +32,7 @@ describe("UnitOfWork", () => {
     uow.emit(late, "a");
     uow.emit(early, "x");
     uow.emit(late, "b");
-    expect(await uow.commit(tx, env)).toEqual({ deliveryIds: [], wake: ["lane:a", "lane:b"], stopTasks: [] });
+    expect(await uow.commit(tx, env)).toEqual({ deliveryIds: [], wake: ["lane:a", "lane:b"], stopTasks: [], endedTasks: [] });
     expect(written).toEqual(["early:x", "late:a,b"]);
   });
 
@@ -42,7 +42,7 @@ describe("UnitOfWork", () => {
     expect(uow.parts(env)).toMatchObject({ parts: [expect.any(Function)], after: { wake: ["a"] } });
     uow.emit(partless, "p");
     expect(uow.parts(env)).toBeNull();
-    expect(new UnitOfWork().parts(env)).toEqual({ parts: [], after: { deliveryIds: [], wake: [], stopTasks: [] } });
+    expect(new UnitOfWork().parts(env)).toEqual({ parts: [], after: { deliveryIds: [], wake: [], stopTasks: [], endedTasks: [] } });
   });
 
   it("holds effects until kept, discards on request, and refuses two kinds of one name", async () => {

@@ -52,7 +52,7 @@ export class UnitOfWork {
    */
   parts(env: EffectEnv): { parts: FencedPart[]; after: AfterCommit } | null {
     const parts: FencedPart[] = [];
-    const after: AfterCommit = { deliveryIds: [], wake: [], stopTasks: [] };
+    const after: AfterCommit = { deliveryIds: [], wake: [], stopTasks: [], endedTasks: [] };
     for (const [kind, values] of this.byKind()) {
       const written = kind.parts?.(values, env) ?? null;
       if (written === null) return null;
@@ -64,7 +64,7 @@ export class UnitOfWork {
 
   /** Writes every effect in `tx` (the run's fenced transaction), kind by kind in stage order. */
   async commit(tx: Tx, env: EffectEnv): Promise<AfterCommit> {
-    const after: AfterCommit = { deliveryIds: [], wake: [], stopTasks: [] };
+    const after: AfterCommit = { deliveryIds: [], wake: [], stopTasks: [], endedTasks: [] };
     for (const [kind, values] of this.byKind()) merge(after, (await kind.write(values, tx, env)) ?? undefined);
     return after;
   }
@@ -89,4 +89,5 @@ function merge(into: AfterCommit, from: Partial<AfterCommit> | undefined): void 
   if (from?.deliveryIds) into.deliveryIds.push(...from.deliveryIds);
   if (from?.wake) into.wake.push(...from.wake);
   if (from?.stopTasks) into.stopTasks.push(...from.stopTasks);
+  if (from?.endedTasks) into.endedTasks.push(...from.endedTasks);
 }

@@ -1,3 +1,4 @@
+import type { TaskRef, TerminalTaskStatus } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { CronRepository, FencedPart, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
@@ -9,7 +10,9 @@ export interface AfterCommit {
   deliveryIds: string[];
   wake: string[];
   /** Sub-agent tasks the commit ended whose runs may still be going: aborted after it. */
-  stopTasks: { id: string; childSessionId: string }[];
+  stopTasks: TaskRef[];
+  /** How the tasks the commit ended ended, counted once it is in. */
+  endedTasks: TerminalTaskStatus[];
 }
 
 /** The stores effects write through, shared by every run of a worker. */

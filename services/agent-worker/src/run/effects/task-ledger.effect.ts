@@ -1,4 +1,4 @@
-import { encodeLaneItem, type TaskConsumer } from "@nahida/contracts";
+import { encodeLaneItem, type TaskConsumer, type TaskRef, type TerminalTaskStatus } from "@nahida/contracts";
 import type { TaskOutcome } from "@nahida/db";
 import { EffectStage, defineEffect } from "./effect";
 
@@ -6,7 +6,8 @@ import { EffectStage, defineEffect } from "./effect";
  * What a run does to its sub-agent tasks:
  * - `adopt`: this run owns the tasks it spawned or found again (a retried run);
  * - `consume`: it took these results (`agent_wait` inline, a resume, an announce);
- * - `yield`: every result of the session's tasks nobody took yet waits to resume it together;
+ * - `yield`: every result of the session's tasks nobody took yet waits to resume it together
+ *   (`yieldId`: one per run and session, so two sessions yielding in one run stay apart);
  * - `finish`: it ended these tasks (`agent_stop`, `/stop`, a child's own end); `abort: false`
  *   leaves their lanes alone (a child ending its own task in its own run).
  * Every write is conditional on the state it changes (docs/subagents.md), so a result is
@@ -15,7 +16,7 @@ import { EffectStage, defineEffect } from "./effect";
 export type TaskLedgerOp =
   | { op: "adopt"; ids: string[] }
   | { op: "consume"; ids: string[]; by: TaskConsumer }
-  | { op: "yield"; sessionId: string }
+  | { op: "yield"; sessionId: string; yieldId: string }
   | { op: "finish"; ids: string[]; outcome: TaskOutcome; abort?: boolean };
 
 export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
@@ -23,7 +24,8 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
   stage: EffectStage.tasks,
   async write(values, tx, env) {
     const wake: string[] = [];
-    const stopTasks: { id: string; childSessionId: string }[] = [];
+    const stopTasks: TaskRef[] = [];
+    const endedTasks: TerminalTaskStatus[] = [];
     /** Tasks taken or stopped here, and yields made here: each may leave a yield with nothing left to resume it. */
     const taken: string[] = [];
     const yielded: string[] = [];
@@ -39,15 +41,20 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
           taken.push(...value.ids);
           break;
         case "yield":
-          await env.ledger.tasks.yieldFor(tx, value.sessionId, env.runId);
-          yielded.push(env.runId);
+          await env.ledger.tasks.yieldFor(tx, value.sessionId, value.yieldId);
+          yielded.push(value.yieldId);
           break;
         case "finish": {
           const consumed = value.outcome.consumedBy ? { consumedRunId: env.runId } : {};
           const after = await env.ledger.finishIn(tx, value.ids, { ...value.outcome, ...consumed });
           wake.push(...after.wake);
+          endedTasks.push(...after.ended);
           if (value.abort !== false) stopTasks.push(...after.stop);
-          if (value.outcome.consumedBy) taken.push(...value.ids);
+          if (value.outcome.consumedBy) {
+            // A task that ended on its own between the stop and this commit is silenced too.
+            await env.ledger.tasks.consume(tx, value.ids, value.outcome.consumedBy, env.runId);
+            taken.push(...value.ids);
+          }
           break;
         }
         default: {
@@ -57,12 +64,12 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
       }
     }
     if (taken.length + yielded.length > 0) {
-      for (const { yieldRunId, parentLaneKey } of await env.ledger.tasks.resumableYields(tx, taken, yielded)) {
-        const item = encodeLaneItem({ kind: "subagent_resume", yieldRunId });
+      for (const { yieldId, parentLaneKey } of await env.ledger.tasks.resumableYields(tx, taken, yielded)) {
+        const item = encodeLaneItem({ kind: "subagent_resume", yieldId });
         await env.lanes.append(parentLaneKey, item, tx);
         wake.push(parentLaneKey);
       }
     }
-    return { wake, stopTasks };
+    return { wake, stopTasks, endedTasks };
   },
 });

@@ -34,7 +34,8 @@ function segment(records: InboundRecord[], prefix: string): Segment[] {
 
 /** A stored platform message of the run's chat: a command, or text for the agent. */
 export function inboundKind(o: InboundKindOptions) {
-  async function answerMessages(run: Run, batch: InboundRecord[]): Promise<void> {
+  /** The messages as user turns, answered by one agent call unless `answer` is false (a `/stop` after them in the batch). */
+  async function answerMessages(run: Run, batch: InboundRecord[], answer = true): Promise<void> {
     const sessionId = run.sessionId;
     const prompt: NewTurn[] = batch.map((record) => ({
       role: "user",
@@ -47,17 +48,18 @@ export function inboundKind(o: InboundKindOptions) {
       source: "user",
       inboundMessageId: record.id,
     }));
+    if (!answer) return run.appendTurns(sessionId, prompt);
     const last = batch.at(-1)!;
     const route = { source: "agent", sessionId, inboundMessageId: last.id, ...(run.scope.chat?.type !== "private" ? { replyTo: last.message.messageId } : {}) };
-    const answer = await run.callAgent(sessionId, prompt);
-    if (answer.kind === "no_llm") run.answer({ text: NO_LLM_HINT }, route);
-    else if (answer.kind === "failed") run.answer({ text: LLM_FAILED_REPLY }, route);
-    else if (answer.kind === "text") run.answer({ text: answer.text }, route);
+    const answered = await run.callAgent(sessionId, prompt);
+    if (answered.kind === "no_llm") run.answer({ text: NO_LLM_HINT }, route);
+    else if (answered.kind === "failed") run.answer({ text: LLM_FAILED_REPLY }, route);
+    else if (answered.kind === "text") run.answer({ text: answered.text }, route);
   }
 
-  async function runCommand(run: Run, part: Extract<Segment, { kind: "command" }>): Promise<void> {
+  async function runCommand(run: Run, part: Extract<Segment, { kind: "command" }>, stoppedHere: boolean): Promise<void> {
     const { record } = part;
-    const outcome = await o.commands.run(record.message.text, commandContext(o, run, record), run.lane.signal, { name: part.name, args: part.args });
+    const outcome = await o.commands.run(record.message.text, commandContext(o, run, record, stoppedHere), run.lane.signal, { name: part.name, args: part.args });
     // An unknown /word is ordinary text for the agent.
     if (outcome.kind === "not_a_command") return answerMessages(run, [record]);
     if (!outcome.reply) return;
@@ -80,9 +82,13 @@ export function inboundKind(o: InboundKindOptions) {
         run.reject(item.itemId, `inbound message of chat ${item.row.chatAddress} is in the lane of ${chat?.address ?? `session ${run.scope.session.id}`}`);
         return false;
       });
-      for (const part of segment(own.map((i) => i.row), o.commands.prefix)) {
-        if (part.kind === "command") await runCommand(run, part);
-        else await answerMessages(run, part.records);
+      const parts = segment(own.map((i) => i.row), o.commands.prefix);
+      // A `/stop` in the batch stops the answer to the messages before it, which had not
+      // started yet (they came together, or their run was superseded): they are kept, not answered.
+      const lastStop = parts.findLastIndex((p) => p.kind === "command" && p.name === "stop");
+      for (const [index, part] of parts.entries()) {
+        if (part.kind === "command") await runCommand(run, part, index === lastStop && parts.slice(0, index).some((p) => p.kind === "messages"));
+        else await answerMessages(run, part.records, index > lastStop);
       }
     },
   });

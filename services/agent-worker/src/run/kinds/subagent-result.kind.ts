@@ -4,6 +4,7 @@ import { unanswered } from "../agent-call";
 import { taskLedgerEffect, type TaskLedgerOp } from "../effects/task-ledger.effect";
 import type { Run } from "../run";
 import { defineLaneKind, type KindItem } from "./lane-kind";
+import { UUID, loadTasks } from "./task-rows";
 
 export interface SubagentResultKindOptions {
   tasks: BackgroundTaskRepository;
@@ -39,9 +40,8 @@ function resultTaker(run: Run) {
       for (const t of fresh) state.taken.add(t.id);
       run.uow.emit(taskLedgerEffect, { op: "consume", ids: fresh.map((t) => t.id), by });
       if (by === "discarded") return;
-      const turns = tell.get(fresh[0]!.parentSessionId) ?? [];
-      turns.push(...fresh.map((t) => resultTurn(t, by)));
-      tell.set(fresh[0]!.parentSessionId, turns);
+      // Each result to its own parent session (a lane's sessions: the chat's current and older ones).
+      for (const t of fresh) tell.set(t.parentSessionId, [...(tell.get(t.parentSessionId) ?? []), resultTurn(t, by)]);
     },
     /** One agent call per parent session with every result taken; its answer to the run's output. */
     async report(): Promise<void> {
@@ -53,12 +53,6 @@ function resultTaker(run: Run) {
       }
     },
   };
-}
-
-/** Reads tasks by id for a kind whose items name one. */
-async function loadTasks(tasks: BackgroundTaskRepository, refIds: readonly string[]) {
-  const found = new Map((await tasks.getMany(refIds)).map((t) => [t.id, t]));
-  return new Map(refIds.map((id) => [id, found.has(id) ? ok(found.get(id)!) : err(`task ${id} does not exist (its session was deleted)`)]));
 }
 
 /**
@@ -78,8 +72,8 @@ export function subagentResultKind(o: SubagentResultKindOptions) {
       const open = await o.tasks.unconsumedOf(task.parentSessionId);
       return open.filter((t) => (t.adopted || state.adopted.has(t.id)) && !state.taken.has(t.id));
     }
-    if (task.yieldRunId === null) return null;
-    return (await o.tasks.yieldGroup(task.yieldRunId)).filter((t) => !state.taken.has(t.id));
+    if (task.yieldId === null) return null;
+    return (await o.tasks.yieldGroup(task.yieldId)).filter((t) => !state.taken.has(t.id));
   }
 
   return defineLaneKind<BackgroundTask>({
@@ -118,7 +112,8 @@ export function subagentResumeKind(o: SubagentResultKindOptions) {
   return defineLaneKind<BackgroundTask[]>({
     kind: "subagent_resume",
     async load(refIds) {
-      return new Map(await Promise.all(refIds.map(async (id) => [id, ok(await o.tasks.yieldGroup(id))] as const)));
+      const read = async (id: string) => (UUID.test(id) ? ok(await o.tasks.yieldGroup(id)) : err(`${JSON.stringify(id.slice(0, 64))} is not a yield id`));
+      return new Map(await Promise.all(refIds.map(async (id) => [id, await read(id)] as const)));
     },
     async handle(items, run) {
       const taker = resultTaker(run);

@@ -1,10 +1,11 @@
-import { err, ok, type BackgroundTask } from "@nahida/contracts";
+import type { BackgroundTask } from "@nahida/contracts";
 import type { BackgroundTaskRepository, NewTurn } from "@nahida/db";
 import { RunStoppedError } from "@nahida/lanes";
 import { unanswered } from "../agent-call";
 import { taskLedgerEffect } from "../effects/task-ledger.effect";
 import type { Run } from "../run";
 import { defineLaneKind, type KindItem } from "./lane-kind";
+import { loadTasks } from "./task-rows";
 
 export interface SubagentTaskKindOptions {
   tasks: BackgroundTaskRepository;
@@ -53,10 +54,7 @@ export function subagentTaskKind(o: SubagentTaskKindOptions) {
 
   return defineLaneKind<BackgroundTask>({
     kind: "subagent_task",
-    async load(refIds) {
-      const tasks = new Map((await o.tasks.getMany(refIds)).map((t) => [t.id, t]));
-      return new Map(refIds.map((id) => [id, tasks.has(id) ? ok(tasks.get(id)!) : err(`task ${id} does not exist (its session was deleted)`)]));
-    },
+    load: (refIds) => loadTasks(o.tasks, refIds),
     async handle(items, run) {
       for (const item of items) await runTask(run, item);
     },
