@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import { createDatabase } from "@nahida/db";
+import { InboundQuarantineRepository, createDatabase } from "@nahida/db";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/nahida-harness";
@@ -194,6 +194,15 @@ describe("nahida CLI", { timeout: 240_000 }, () => {
     } finally {
       h.openai.onRequest(undefined);
     }
+  });
+
+  it("lists quarantined events", async () => {
+    const db = createDatabase({ url: h.databaseUrl, poolSize: 1 });
+    await new InboundQuarantineRepository(db.prisma).record({ channel: "milky", accountId: "10001", reason: "the event nested deeper than 64 levels", raw: { event_type: "message_receive" } });
+    await db.close();
+    const listed = await nahida(["inbound", "quarantine", "--channel", "milky"], env);
+    expect(listed.stderr).toBe("");
+    expect(listed.stdout).toMatch(/milky \(account 10001\)[^\n]*\n  reason: the event nested deeper than 64 levels\n  event:  \{"event_type":"message_receive"\}\n1-1 of 1 events\n$/);
   });
 
   it("reads and replaces the send policy from a file", async () => {

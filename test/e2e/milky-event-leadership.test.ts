@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import type { Redis } from "ioredis";
 import { startMilkyIngress, type RunningMilkyIngress } from "@nahida/channel-milky";
-import { InboundMessageRepository } from "@nahida/db";
+import { InboundMessageRepository, InboundQuarantineRepository } from "@nahida/db";
 import { createLaneIntake } from "@nahida/ingress";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeMilky, type FakeMilky } from "../fakes/milky.fake";
@@ -37,7 +37,7 @@ describe("one Milky event connection per account across replicas", () => {
     redis.on("error", () => undefined);
     connections.push(redis);
     const ingress = await startMilkyIngress({
-      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), lanes, redis: shared, prefix }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), quarantine: new InboundQuarantineRepository(t.db.prisma), lanes, redis: shared, prefix }),
       baseUrl: milky.baseUrl,
       accessToken: TOKEN,
       transport: "websocket",

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import type { Redis } from "ioredis";
 import { startTelegramIngress, type RunningTelegramIngress } from "@nahida/channel-telegram";
-import { InboundMessageRepository } from "@nahida/db";
+import { InboundMessageRepository, InboundQuarantineRepository } from "@nahida/db";
 import { createLaneIntake } from "@nahida/ingress";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
@@ -27,7 +27,7 @@ describe("one Telegram poller per bot token across replicas", () => {
       token: TEST_BOT_TOKEN,
       apiRoot: telegram.apiRoot,
       mode: "polling",
-      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), lanes: lanesQueue, redis, prefix }),
+      intake: createLaneIntake({ inbound: new InboundMessageRepository(t.db), quarantine: new InboundQuarantineRepository(t.db.prisma), lanes: lanesQueue, redis, prefix }),
       redis,
       prefix,
       logger,

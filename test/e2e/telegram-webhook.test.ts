@@ -54,6 +54,11 @@ describe("Telegram webhook mode end to end", () => {
     }
     const huge = JSON.stringify({ update_id: 2, message: { text: "x".repeat(2 * 1024 * 1024) } });
     expect((await post(huge, auth)).status).toBe(413);
+    // Nested 40,000 deep (an edited_message whose date is [{"a":[{"a":…): a 400 before any handler, not a stack overflow.
+    const deep = `{"update_id":3,"edited_message":{"date":${'[{"a":'.repeat(20_000)}1${"}]".repeat(20_000)}}}`;
+    const refused = await post(deep, auth);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: { code: "json_too_deep", message: "the JSON body nests deeper than 64 levels" } });
     expect(await countInbound()).toBe(0);
   });
 

@@ -71,6 +71,9 @@ describe("bad input never produces a 5xx", () => {
       }
       const wrongType = await call("POST", route, "target=telegram", { "content-type": "application/x-www-form-urlencoded" });
       expect(wrongType.status).toBe(415);
+      const deep = await call("POST", route, `{"target":${"[".repeat(40_000)}${"]".repeat(40_000)}}`);
+      expect(deep.status).toBe(400);
+      expect(deep.body).toEqual({ error: { code: "json_too_deep", message: "the JSON body nests deeper than 64 levels" } });
     }
   });
 

@@ -44,6 +44,13 @@ describe("cron jobs over REST, fired by the scheduler", () => {
     await admin("DELETE", `/api/cron/${id}`);
   });
 
+  it("stores a job whose text holds lone surrogates (cut emoji), made well formed, instead of a 500", async () => {
+    const res = await create({ name: "half \ud83d", schedule: { kind: "every", every_ms: 3_600_000 }, target: "telegram:private:810009", payload: { kind: "notify", text: "tick \udc00 tock" } });
+    expect(res.status).toBe(201);
+    expect(res.body.payload).toMatchObject({ kind: "notify", text: "tick \ufffd tock" });
+    await admin("DELETE", `/api/cron/${res.body.id}`);
+  });
+
   it("refuses bad schedules and targets with a 400 naming the problem, and writes nothing", async () => {
     const base = { name: "x", target: "telegram:private:1", payload: { kind: "notify", text: "x" } };
     const cases: [Record<string, unknown>, number, RegExp][] = [

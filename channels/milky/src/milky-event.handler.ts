@@ -19,16 +19,13 @@ export function createMilkyEventHandler(o: MilkyEventHandlerOptions) {
   const channel = o.channel ?? DEFAULT_MILKY_CHANNEL;
   const accountId = String(o.selfId);
   return async function acceptEvent(event: unknown): Promise<IntakeOutcome> {
-    const normalized = normalizeMilkyEvent(event, { selfId: o.selfId, channel });
-    if (normalized.kind === "ignored") return o.intake.ignore(channel, normalized.reason);
-    const { kind: _kind, ...candidate } = normalized;
-    return o.intake.accept({ channel, accountId, ...candidate });
+    return o.intake.offer(channel, accountId, normalizeMilkyEvent(event, { selfId: o.selfId, channel }));
   };
 }
 
 export type AcceptMilkyEvent = ReturnType<typeof createMilkyEventHandler>;
 
-/** Logs an event acknowledged without a new row; an unstorable one is skipped, or intake would stall on it. */
+/** Logs an event acknowledged without a new message; one that could not be stored as one is in quarantine. */
 export function logMilkyEventOutcome(logger: Logger, outcome: IntakeOutcome): void {
   switch (outcome.kind) {
     case "stored":
@@ -37,8 +34,8 @@ export function logMilkyEventOutcome(logger: Logger, outcome: IntakeOutcome): vo
     case "ignored":
       logger.debug({ reason: outcome.reason }, "milky event ignored");
       return;
-    case "unstorable":
-      logger.error({ reason: outcome.reason }, "milky event cannot be stored; skipped");
+    case "quarantined":
+      logger.error({ reason: outcome.reason, quarantineId: outcome.quarantineId }, "milky event cannot be stored as a message; quarantined");
       return;
     default: {
       const unreachable: never = outcome;

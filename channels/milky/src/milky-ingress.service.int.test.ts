@@ -235,6 +235,7 @@ describe("Milky ingress", () => {
       ["an array", "[]", 400],
       ["an object without event_type", '{"data":{}}', 400],
       ["an oversize body", JSON.stringify(friendText("x".repeat(80 * 1024))), 413],
+      ["a body nested 20,000 deep", `{"event_type":"message_receive","data":${"[".repeat(20_000)}${"]".repeat(20_000)}}`, 400],
     ])("answers %s with the right status and stores nothing", async (_label, body, status) => {
       const before = (await texts()).length;
       const response = await post(body);

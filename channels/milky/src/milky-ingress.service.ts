@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import { GetLoginInfoOutput } from "@saltify/milky-types";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
-import { errorHandlerPlugin } from "@nahida/http";
+import { errorHandlerPlugin, jsonBodyPlugin } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { RedisLeadership } from "@nahida/queue";
@@ -98,6 +98,7 @@ export async function startMilkyIngress(o: MilkyIngressOptions): Promise<Running
   });
   // The gateway's error shape: 4xx keep their message (413 for an oversize body), 5xx are logged and hidden.
   await server.register(errorHandlerPlugin);
+  await server.register(jsonBodyPlugin);
   await server.register(milkyWebhookRoute, { path: o.webhook.path ?? `/${channel}/webhook`, accessToken: o.accessToken, acceptEvent, logger });
   const address = await server.listen({ host: o.webhook.host, port: o.webhook.port });
   const readiness = async (): Promise<Readiness> => (server.server.listening ? { ok: true } : { ok: false, reason: "the webhook receiver is not listening" });

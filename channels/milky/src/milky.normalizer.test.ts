@@ -23,7 +23,7 @@ function expectMessage(result: NormalizedEvent) {
 }
 
 function expectIgnored(result: NormalizedEvent): string {
-  if (result.kind !== "ignored") throw new Error(`expected ignored, got a message: ${JSON.stringify(result.message)}`);
+  if (result.kind !== "ignored") throw new Error(`expected ignored, got ${result.kind}: ${JSON.stringify(result.kind === "message" ? result.message : result.reason)}`);
   expect(result.reason.trim()).not.toBe("");
   return result.reason;
 }

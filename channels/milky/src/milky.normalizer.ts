@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InboundMessage, MessageContext, formatChatAddress, parseChatAddress, type Attachment, type ChatType } from "@nahida/contracts";
-import { stripNul, type NormalizedEvent } from "@nahida/ingress";
+import { cleanEvent, type NormalizedEvent } from "@nahida/ingress";
 import {
   MilkyEventEnvelope,
   MilkyFriend,
@@ -50,7 +50,9 @@ export function normalizeMilkyEvent(event: unknown, options: NormalizeMilkyEvent
   try {
     // NUL first: a field that is only NUL must fail the normalizer's own checks (and be
     // dropped there), not the intake's contract check, which would lose the whole message.
-    const result = normalize(stripNul(event), options);
+    const clean = cleanEvent(event);
+    if (!clean.ok) return { kind: "unreadable", reason: `the event ${clean.error}`, raw: event };
+    const result = normalize(clean.value, options);
     return result.kind === "message" ? { ...result, raw: event } : result;
   } catch (error) {
     // Last line of defence: a platform event must never crash the ingress.

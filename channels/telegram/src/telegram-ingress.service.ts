@@ -5,7 +5,7 @@ import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
-import { errorHandlerPlugin } from "@nahida/http";
+import { errorHandlerPlugin, jsonBodyPlugin } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { RedisLeadership } from "@nahida/queue";
@@ -100,6 +100,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
   // The gateway's error shape: 4xx keep their message, 5xx are logged and hidden (a 500
   // makes Telegram deliver the update again).
   await server.register(errorHandlerPlugin);
+  await server.register(jsonBodyPlugin);
   await server.register(telegramWebhookRoute, { path: webhook.path ?? `/${channel}/webhook`, secret: webhook.secret, acceptUpdate, logger });
   const address = await server.listen({ host: webhook.host, port: webhook.port });
   if (webhook.publicUrl) {

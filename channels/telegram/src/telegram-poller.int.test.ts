@@ -64,7 +64,7 @@ describe("TelegramPoller when storing fails", () => {
     const seen: string[] = [];
     const p = poller(async (u) => {
       const text = (u.message as { text: string }).text;
-      if (text === "poison") return { kind: "unstorable", reason: "Postgres refused the data: invalid byte sequence (22021)" };
+      if (text === "poison") return { kind: "quarantined", quarantineId: "q-1", reason: "Postgres refused the data: invalid byte sequence (22021)" };
       seen.push(text);
       return { kind: "stored", inboundMessageId: text };
     }, "poison");

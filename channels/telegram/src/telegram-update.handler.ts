@@ -1,6 +1,6 @@
 import type { Update } from "grammy/types";
 import { InboundCommand } from "@nahida/contracts";
-import { stripNul, type Intake, type IntakeOutcome, type NormalizedEvent } from "@nahida/ingress";
+import { cleanEvent, type Intake, type IntakeOutcome, type NormalizedEvent } from "@nahida/ingress";
 import { withSpan, type Logger } from "@nahida/observability";
 import { DEFAULT_TELEGRAM_CHANNEL, normalizeUpdate, type NormalizeUpdateOptions, type TelegramBotIdentity } from "./telegram.normalizer";
 import type { ChatAdminsCache } from "./chat-admins.cache";
@@ -23,7 +23,9 @@ export interface TelegramUpdateHandlerOptions {
 export function normalizeTelegramEvent(update: unknown, bot: TelegramBotIdentity, options: NormalizeUpdateOptions = {}): NormalizedEvent {
   // NUL first: a field that is only NUL must fail the normalizer's own checks (and be
   // dropped there), not the intake's contract check, which would lose the whole message.
-  const normalized = normalizeUpdate(stripNul(update) as Update, bot, options);
+  const clean = cleanEvent(update);
+  if (!clean.ok) return { kind: "unreadable", reason: `the update ${clean.error}`, raw: update };
+  const normalized = normalizeUpdate(clean.value as Update, bot, options);
   if (normalized.kind === "ignored") return { kind: "ignored", reason: normalized.reason };
   // A crafted, overlong name is cut to what the contract holds rather than losing the
   // message (or forgetting that the command was meant for another bot).
@@ -61,9 +63,7 @@ export function createTelegramUpdateHandler(options: TelegramUpdateHandlerOption
       rolesFor: (chatId, senderId) =>
         chat && chat.type !== "private" && senderId === chatId ? ["admin"] : options.admins?.rolesFor(chatId, senderId) ?? [],
     });
-    if (event.kind === "ignored") return options.intake.ignore(channel, event.reason);
-    const { kind: _kind, ...candidate } = event;
-    return options.intake.accept({ channel, accountId, ...candidate });
+    return options.intake.offer(channel, accountId, event);
   }
 }
 
@@ -81,8 +81,8 @@ export function logUpdateOutcome(logger: Logger, updateId: number, outcome: Inta
     case "ignored":
       logger.debug({ update_id: updateId, reason: outcome.reason }, "update ignored");
       return;
-    case "unstorable":
-      logger.error({ update_id: updateId, reason: outcome.reason }, "update cannot be stored; skipped");
+    case "quarantined":
+      logger.error({ update_id: updateId, reason: outcome.reason, quarantineId: outcome.quarantineId }, "update cannot be stored as a message; quarantined");
       return;
     default: {
       const unreachable: never = outcome;

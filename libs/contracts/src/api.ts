@@ -157,3 +157,27 @@ export const TokenView = z
 export const TokenCreated = TokenView.extend({ token: z.string().describe("the secret; shown only now") }).meta({ id: "TokenCreated" });
 
 export const IdParam = z.strictObject({ id: z.uuid({ message: "must be a UUID" }) });
+
+export const QuarantineListQuery = z.strictObject({
+  ...Paging.shape,
+  channel: z.string().regex(/^[a-z][a-z0-9_-]*$/, "must be a channel name such as telegram").optional(),
+});
+
+/** A platform event acknowledged but not storable as a message (`inbound_quarantine`). */
+export const QuarantinedEventView = z
+  .object({
+    id: z.uuid(),
+    channel: z.string(),
+    account_id: z.string(),
+    reason: z.string(),
+    /** The event as JSON text, cleaned; cut where it nested too deep. */
+    raw: z.string(),
+    received_at: z.iso.datetime(),
+  })
+  .meta({ id: "QuarantinedEvent" });
+export type QuarantinedEventView = z.infer<typeof QuarantinedEventView>;
+
+export const QuarantineList = z
+  .object({ events: z.array(QuarantinedEventView), total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
+  .meta({ id: "QuarantineList" });
+export type QuarantineList = z.infer<typeof QuarantineList>;

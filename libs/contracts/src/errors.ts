@@ -4,6 +4,8 @@ import { z } from "zod";
 export const ErrorCode = z.enum([
   "bad_request",
   "invalid_address",
+  /** A JSON body nested deeper than MAX_JSON_DEPTH (64) levels. */
+  "json_too_deep",
   "unauthorized",
   "forbidden",
   "not_found",
@@ -32,6 +34,7 @@ export function httpStatusFor(code: ErrorCode): number {
   switch (code) {
     case "bad_request":
     case "invalid_address":
+    case "json_too_deep":
       return 400;
     case "unauthorized":
       return 401;

@@ -1,3 +1,5 @@
+import { err, ok, type Result } from "./result";
+
 /**
  * Text Postgres can store in text and jsonb alike: a lone surrogate (a string cut inside an
  * emoji, which models produce) becomes U+FFFD and NUL is dropped. jsonb refuses both, and a
@@ -5,4 +7,88 @@
  */
 export function wellFormed(text: string): string {
   return text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd").replaceAll("\u0000", "");
+}
+
+/** The deepest nesting of arrays and objects Nahida takes in any JSON it receives or stores. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * How deeply JSON text nests its arrays and objects, read without parsing it (strings
+ * skipped); counting stops at `limit + 1`. A body checked with it before `JSON.parse` can
+ * never make anything that walks the parsed value recursive too deep.
+ */
+export function jsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > deepest && (deepest = depth) > limit) return deepest;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
+}
+
+/**
+ * A JSON-like value made storable in Postgres text and jsonb: every string, keys included,
+ * {@link wellFormed}. It walks with an explicit stack, never recursion, so no input can
+ * overflow the call stack; a value nested deeper than `maxDepth` is an error with the
+ * reason. An object met twice (shared, not cyclic) is copied once.
+ */
+export function storableJson<T>(value: T, maxDepth = MAX_JSON_DEPTH): Result<T, string> {
+  return walk(value, maxDepth, "error");
+}
+
+/**
+ * {@link storableJson} for keeping what could not be taken (a quarantined event): whatever
+ * nests deeper than `maxDepth` is cut and replaced by a marker string, never an error.
+ */
+export function storableJsonCut(value: unknown, maxDepth = MAX_JSON_DEPTH): unknown {
+  const walked = walk(value, maxDepth, "cut");
+  return walked.ok ? walked.value : null;
+}
+
+function walk<T>(value: T, maxDepth: number, tooDeep: "error" | "cut"): Result<T, string> {
+  if (typeof value === "string") return ok(wellFormed(value) as T);
+  if (!isContainer(value)) return ok(value);
+  const copies = new Map<object, unknown>();
+  const copyOf = (source: object): unknown => (Array.isArray(source) ? new Array(source.length) : {});
+  const root = copyOf(value);
+  copies.set(value, root);
+  const stack: { source: object; copy: unknown; depth: number }[] = [{ source: value, copy: root, depth: 1 }];
+  while (stack.length > 0) {
+    const { source, copy, depth } = stack.pop()!;
+    if (depth > maxDepth && tooDeep === "error") return err(`nested deeper than ${maxDepth} levels`);
+    for (const [key, child] of Object.entries(source)) {
+      let cleaned: unknown = child;
+      if (typeof child === "string") cleaned = wellFormed(child);
+      else if (isContainer(child) && depth >= maxDepth && tooDeep === "cut") cleaned = `[nested deeper than ${maxDepth} levels]`;
+      else if (isContainer(child)) {
+        const seen = copies.get(child);
+        if (seen !== undefined) cleaned = seen;
+        else {
+          cleaned = copyOf(child);
+          copies.set(child, cleaned);
+          stack.push({ source: child, copy: cleaned, depth: depth + 1 });
+        }
+      }
+      if (Array.isArray(copy)) copy[Number(key)] = cleaned;
+      // An own "__proto__" key (JSON.parse makes one) stays a key, never the copy's prototype.
+      else Object.defineProperty(copy, wellFormed(key), { value: cleaned, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return ok(root as T);
+}
+
+/** Arrays and plain objects are walked; anything else (a Date, a Buffer) is kept as it is. */
+function isContainer(value: unknown): value is object {
+  if (value === null || typeof value !== "object") return false;
+  if (Array.isArray(value)) return true;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { wellFormed } from "@nahida/contracts";
+import { storableJson } from "@nahida/contracts";
 import type pg from "pg";
 import type { Prisma } from "./generated/prisma/client";
 
@@ -12,9 +12,21 @@ import type { Prisma } from "./generated/prisma/client";
  */
 export type FencedPart = (fence: Prisma.Sql) => Prisma.Sql;
 
-/** JSON for a `::jsonb` parameter: jsonb refuses a lone surrogate, so strings are made well formed. */
+/**
+ * The one step every JSON value takes on its way to Postgres: jsonb refuses a lone
+ * surrogate and NUL, in keys as in values, so every string is made well formed
+ * (`storableJson`, no recursion). A value nested deeper than the services accept at their
+ * edges throws: nothing valid gets here that deep. For Prisma `Json` fields.
+ */
+export function pgJson<T>(value: T): T {
+  const storable = storableJson(value);
+  if (!storable.ok) throw new Error(`a JSON value for Postgres is ${storable.error}`);
+  return storable.value;
+}
+
+/** JSON text for a `::jsonb` parameter, through {@link pgJson}. */
 export function jsonbParam(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "string" ? wellFormed(v) : v));
+  return JSON.stringify(pgJson(value));
 }
 
 const names = new Map<string, string>();

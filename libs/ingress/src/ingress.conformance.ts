@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InboundMessage, MessageContext, parseChatAddress } from "@nahida/contracts";
 import { mulberry32 } from "../../../test/support/seeded-random";
-import { stripNul, type IntakeCandidate, type NormalizedEvent } from "./intake";
+import { cleanEvent, type IntakeCandidate, type NormalizedEvent } from "./intake";
 import { startIntakeHarness, type IntakeHarness } from "./intake-harness";
 
 /** A real-shaped platform event and what the adapter must make of it. */
@@ -144,10 +144,10 @@ export function describeIngressConformance(subject: IngressConformanceSubject): 
   }
 
   function expectWellFormed(result: NormalizedEvent, label: string): void {
-    expect(["message", "ignored"], label).toContain(result.kind);
-    if (result.kind === "ignored") {
+    expect(["message", "ignored", "unreadable"], label).toContain(result.kind);
+    if (result.kind === "ignored" || result.kind === "unreadable") {
       expect(typeof result.reason, label).toBe("string");
-      expect(result.reason.trim(), `${label}: an ignored event needs a reason`).not.toBe("");
+      expect(result.reason.trim(), `${label}: an event not taken needs a reason`).not.toBe("");
       return;
     }
     expect(typeof result.dedupeKey === "string" && result.dedupeKey !== "", `${label}: dedupeKey`).toBe(true);
@@ -190,9 +190,10 @@ export function describeIngressConformance(subject: IngressConformanceSubject): 
       }
     });
 
-    it.each(GARBAGE)("ignores %s with a reason", (label, garbage) => {
+    it.each(GARBAGE)("does not take %s as a message, and says why", (label, garbage) => {
       const result = normalizeSafely(garbage, label);
-      expect(result.kind, label).toBe("ignored");
+      // Too deep to read at all is quarantined by the intake; the rest is ignored.
+      expect(result.kind, label).toBe(label === "a deeply nested object" ? "unreadable" : "ignored");
       expectWellFormed(result, label);
       expect(normalizeSafely(garbage, label)).toEqual(result);
     });
@@ -268,10 +269,15 @@ export function describeIngressConformance(subject: IngressConformanceSubject): 
         expect(outcome.kind).toBe("stored");
         if (outcome.kind !== "stored") return;
         const row = await h.inbound.get(outcome.inboundMessageId);
-        expect(row?.message.text).toBe(`badbyte ${stripNul(normalized.message.text)}`);
-        expect(row?.context.senderLabel).toBe(stripNul(normalized.context.senderLabel));
+        const clean = <T>(value: T): T => {
+          const cleaned = cleanEvent(value);
+          if (!cleaned.ok) throw new Error(cleaned.error);
+          return cleaned.value;
+        };
+        expect(row?.message.text).toBe(`badbyte ${clean(normalized.message.text)}`);
+        expect(row?.context.senderLabel).toBe(clean(normalized.context.senderLabel));
         const raw = await h.t.db.pool.query("SELECT raw FROM inbound_messages WHERE id = $1", [outcome.inboundMessageId]);
-        expect(raw.rows[0].raw).toEqual(stripNul(JSON.parse(JSON.stringify(candidate.raw))));
+        expect(raw.rows[0].raw).toEqual(clean(JSON.parse(JSON.stringify(candidate.raw))));
       });
 
       it("stores the same dedupe key under another account separately", async () => {
@@ -280,7 +286,7 @@ export function describeIngressConformance(subject: IngressConformanceSubject): 
         const theirs = await h.intake.accept(candidateOf(subject.normalize(event), `${subject.accountId}-other`));
         expect(["stored", "duplicate"]).toContain(ours.kind);
         expect(theirs.kind).toBe("stored");
-        if (ours.kind === "ignored" || ours.kind === "unstorable" || theirs.kind !== "stored") return;
+        if (ours.kind === "ignored" || ours.kind === "quarantined" || theirs.kind !== "stored") return;
         expect(theirs.inboundMessageId).not.toBe(ours.inboundMessageId);
         // Routed like any new event: into the lane exactly when the first one was.
         expect((await h.laneItemsOf(theirs.inboundMessageId)).length).toBe((await h.laneItemsOf(ours.inboundMessageId)).length);

@@ -1,4 +1,4 @@
-import { InboundMessageRepository } from "@nahida/db";
+import { InboundMessageRepository, InboundQuarantineRepository } from "@nahida/db";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/infra";
 import { createIntake, type Intake } from "./intake";
 
@@ -32,6 +32,7 @@ export async function startIntakeHarness(label: string): Promise<IntakeHarness> 
     supersedes,
     intake: createIntake({
       inbound,
+      quarantine: new InboundQuarantineRepository(t.db.prisma),
       wake: async (laneKey) => void wakes.push(laneKey),
       interrupt: async (laneKey) => void interrupts.push(laneKey),
       supersede: async (laneKey, seq) => void supersedes.push(`${seq} ${laneKey}`),

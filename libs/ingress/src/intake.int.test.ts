@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InboundMessageRepository, createDatabase } from "@nahida/db";
-import { createIntake, stripNul, type IntakeCandidate } from "./intake";
+import { InboundMessageRepository, InboundQuarantineRepository, createDatabase } from "@nahida/db";
+import { cleanEvent, createIntake, type IntakeCandidate } from "./intake";
 import { startIntakeHarness, type IntakeHarness } from "./intake-harness";
 
 const TIMESTAMP = "2026-05-10T06:03:00.000Z";
@@ -26,10 +26,10 @@ function candidate(dedupeKey: string, text = "hello", chat = "testchat:private:4
   };
 }
 
-describe("stripNul", () => {
+describe("cleanEvent", () => {
   it("removes NUL from nested strings and keys and leaves other values alone", () => {
-    expect(stripNul({ "a\u0000b": ["c\u0000", 1, null, true, { d: "\u0000e" }] })).toEqual({ ab: ["c", 1, null, true, { d: "e" }] });
-    expect(stripNul(undefined)).toBeUndefined();
+    expect(cleanEvent({ "a\u0000b": ["c\u0000", 1, null, true, { d: "\u0000e" }] })).toEqual({ ok: true, value: { ab: ["c", 1, null, true, { d: "e" }] } });
+    expect(cleanEvent(undefined)).toEqual({ ok: true, value: undefined });
   });
 });
 
@@ -42,12 +42,43 @@ describe("createIntake", () => {
     await h?.close();
   });
 
-  it("answers unstorable, and wakes nothing, when Postgres refuses the data", async () => {
+  const quarantined = async (id: string) =>
+    (await h.t.db.pool.query("SELECT channel, account_id, reason, raw FROM inbound_quarantine WHERE id = $1", [id])).rows[0];
+
+  it("stores an event with lone surrogates and NUL in its keys as well as its values, cleaned (jsonb refuses both)", async () => {
+    const c = candidate("lone-surrogate", "bad \ud800");
+    const outcome = await h.intake.accept({ ...c, raw: { ["key\udc00"]: { ["k\u0000"]: "v\ud800" } } });
+    if (outcome.kind !== "stored") throw new Error(`${outcome.kind}: ${JSON.stringify(outcome)}`);
+    const row = await h.t.db.pool.query("SELECT message->'message'->>'text' AS text, raw FROM inbound_messages WHERE id = $1", [outcome.inboundMessageId]);
+    expect(row.rows[0]).toEqual({ text: "bad \ufffd", raw: { "key\ufffd": { k: "v\ufffd" } } });
+  });
+
+  it("quarantines, and wakes nothing, what Postgres refuses: the acknowledgement still means recorded", async () => {
+    const refusing = createIntake({
+      inbound: { store: async () => Promise.reject(Object.assign(new Error("invalid input syntax for type json"), { code: "22P02" })) },
+      quarantine: new InboundQuarantineRepository(h.t.db.prisma),
+      wake: async () => undefined,
+      interrupt: async () => undefined,
+      supersede: async () => undefined,
+    });
     const before = h.wakes.length;
-    // A lone surrogate survives JSON.stringify as an escape that jsonb rejects.
-    const outcome = await h.intake.accept(candidate("lone-surrogate", "bad \ud800"));
-    expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("22P02") });
+    const outcome = await refusing.accept(candidate("refused"));
+    expect(outcome).toMatchObject({ kind: "quarantined", reason: expect.stringContaining("22P02") });
+    if (outcome.kind !== "quarantined") return;
+    expect(await quarantined(outcome.quarantineId)).toMatchObject({ channel: "testchat", account_id: "bot-1", raw: '{"id":"refused"}' });
     expect(h.wakes.length).toBe(before);
+    // The platform delivering it again is recorded once.
+    expect(await refusing.accept(candidate("refused"))).toEqual(outcome);
+  });
+
+  it("quarantines an event nested 40,000 levels deep instead of overflowing the stack, cut where it nests too deep", async () => {
+    const deep = JSON.parse(`${'[{"a":'.repeat(20_000)}1${"}]".repeat(20_000)}`);
+    const outcome = await h.intake.accept({ ...candidate("deep"), raw: { date: deep } });
+    expect(outcome).toMatchObject({ kind: "quarantined", reason: "the event nested deeper than 64 levels" });
+    if (outcome.kind !== "quarantined") return;
+    const row = await quarantined(outcome.quarantineId);
+    expect(row.raw).toContain("[nested deeper than 64 levels]");
+    expect(row.raw.length).toBeLessThan(2_000);
   });
 
   it("puts a private message in its chat's lane in the statement that stores it, and wakes the lane", async () => {
@@ -108,22 +139,22 @@ describe("createIntake", () => {
     expect(h.interrupts.at(-1)).toBe(lane);
   });
 
-  it("answers unstorable for a candidate whose parts name another channel", async () => {
+  it("quarantines a candidate whose parts name another channel", async () => {
     const c = candidate("wrong-channel");
     const outcomes = [
       await h.intake.accept({ ...c, channel: "other" }),
       await h.intake.accept({ ...c, message: { ...c.message, chat: "other:private:42" } }),
       await h.intake.accept({ ...c, context: { ...c.context, channel: "other" } }),
     ];
-    for (const outcome of outcomes) expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("channel") });
+    for (const outcome of outcomes) expect(outcome).toMatchObject({ kind: "quarantined", reason: expect.stringContaining("channel") });
     const rows = await h.t.db.pool.query("SELECT count(*)::int AS n FROM inbound_messages WHERE dedupe_key LIKE '%wrong-channel'");
     expect(rows.rows[0].n).toBe(0);
   });
 
-  it("answers unstorable for a message that breaks the InboundMessage contract", async () => {
+  it("quarantines a message that breaks the InboundMessage contract", async () => {
     const c = candidate("bad-message");
     const outcome = await h.intake.accept({ ...c, message: { ...c.message, timestamp: "yesterday" } });
-    expect(outcome).toMatchObject({ kind: "unstorable", reason: expect.stringContaining("InboundMessage") });
+    expect(outcome).toMatchObject({ kind: "quarantined", reason: expect.stringContaining("InboundMessage") });
   });
 
   it("keys the row by account and dedupe key", async () => {
@@ -150,7 +181,7 @@ describe("createIntake", () => {
   it("throws when Postgres is unreachable, so the platform is not acknowledged", async () => {
     const down = createDatabase({ url: "postgresql://postgres@127.0.0.1:1/nahida_unreachable", poolSize: 1 });
     try {
-      const unreachable = createIntake({ inbound: new InboundMessageRepository(down), wake: async () => undefined, interrupt: async () => undefined, supersede: async () => undefined });
+      const unreachable = createIntake({ inbound: new InboundMessageRepository(down), quarantine: new InboundQuarantineRepository(down.prisma), wake: async () => undefined, interrupt: async () => undefined, supersede: async () => undefined });
       await expect(unreachable.accept(candidate("outage"))).rejects.toThrow();
     } finally {
       await down.close();

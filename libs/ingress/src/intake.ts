@@ -1,6 +1,6 @@
-import { InboundMessage, MessageContext, parseChatAddress, parseCommand } from "@nahida/contracts";
+import { InboundMessage, MessageContext, parseChatAddress, parseCommand, storableJson } from "@nahida/contracts";
 import type { Redis } from "ioredis";
-import { isDataError, laneKeyForChat, type InboundMessageRepository, type LaneAppend } from "@nahida/db";
+import { isDataError, laneKeyForChat, type InboundMessageRepository, type InboundQuarantineRepository, type LaneAppend } from "@nahida/db";
 import { interruptLane, supersedeLane, wakeLane } from "@nahida/lanes";
 import { currentTraceparent, withSpan, type InboundMetrics } from "@nahida/observability";
 import type { TypedQueue } from "@nahida/queue";
@@ -19,10 +19,23 @@ export interface IntakeCandidate {
   raw: unknown;
 }
 
-/** What a channel's normalizer makes of one platform event: a candidate without its instance, or a reason to drop it. */
+/**
+ * What a channel's normalizer makes of one platform event: a candidate without its
+ * instance; a reason to drop it (a kind of event Nahida does not handle); or a reason it
+ * could not be read at all (nested too deep, malformed), which is quarantined, not dropped.
+ */
 export type NormalizedEvent =
   | ({ kind: "message" } & Omit<IntakeCandidate, "channel" | "accountId">)
-  | { kind: "ignored"; reason: string };
+  | { kind: "ignored"; reason: string }
+  | { kind: "unreadable"; reason: string; raw: unknown };
+
+/** An event quarantined instead of stored: what it was delivered to, why, and the event. */
+export interface QuarantineCandidate {
+  channel: string;
+  accountId: string;
+  reason: string;
+  raw: unknown;
+}
 
 /**
  * The result of offering a candidate. `ignored` is never produced by the intake itself; it
@@ -34,13 +47,16 @@ export type IntakeOutcome =
   | { kind: "duplicate"; inboundMessageId: string }
   | { kind: "ignored"; reason: string }
   /**
-   * Storing it again can never succeed: Postgres refused the data, or the candidate breaks
-   * the InboundMessage contract. Log it and acknowledge the platform, or intake stalls on it.
+   * It cannot be stored as a message (Postgres refused the data, it breaks the
+   * InboundMessage contract, it could not be read): it is kept in `inbound_quarantine`
+   * instead, so the platform may be acknowledged. Storing it again would never succeed.
    */
-  | { kind: "unstorable"; reason: string };
+  | { kind: "quarantined"; quarantineId: string; reason: string };
 
 export interface IntakeOptions {
   inbound: Pick<InboundMessageRepository, "store">;
+  /** Where what cannot be stored as a message is kept. */
+  quarantine: Pick<InboundQuarantineRepository, "record">;
   /** Wakes a lane that was given an item (`LaneProducer.wake`). */
   wake(laneKey: string): Promise<void>;
   /**
@@ -67,23 +83,18 @@ export interface Intake {
   accept(candidate: IntakeCandidate): Promise<IntakeOutcome>;
   /** An event the channel's normalizer dropped: never stored, counted with the rest. */
   ignore(channel: string, reason: string): IntakeOutcome;
+  /** An event the normalizer could not read: kept in quarantine; rejects on an outage, like `accept`. */
+  quarantine(event: QuarantineCandidate): Promise<IntakeOutcome>;
+  /** A normalizer's verdict on an event of `channel` and `accountId`, carried out. */
+  offer(channel: string, accountId: string, event: NormalizedEvent): Promise<IntakeOutcome>;
 }
 
 /**
- * Removes NUL characters from every string and key: Postgres text and jsonb cannot store
- * them. An object met twice (shared, not cyclic) is copied once, so the work stays linear.
+ * A platform event made storable: NUL dropped and lone surrogates replaced in every string
+ * and key, with no recursion (`storableJson`); an error when it nests deeper than any
+ * platform sends.
  */
-export function stripNul<T>(value: T, seen = new WeakMap<object, unknown>()): T {
-  if (typeof value === "string") return value.replaceAll("\u0000", "") as T;
-  if (!value || typeof value !== "object") return value;
-  const done = seen.get(value);
-  if (done !== undefined) return done as T;
-  const copy = Array.isArray(value)
-    ? value.map((item) => stripNul(item, seen))
-    : Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll("\u0000", ""), stripNul(v, seen)]));
-  seen.set(value, copy);
-  return copy as T;
-}
+export const cleanEvent = <T>(value: T) => storableJson(value);
 
 /**
  * Whether the agent sees a message: in private chats always; in groups when it mentions the
@@ -122,12 +133,39 @@ export function createIntake(options: IntakeOptions): Intake {
     ignore(channel, reason) {
       return counted(channel, { kind: "ignored", reason });
     },
+    async quarantine(event) {
+      return counted(event.channel, await quarantine(event));
+    },
+    async offer(channel, accountId, event) {
+      switch (event.kind) {
+        case "ignored":
+          return this.ignore(channel, event.reason);
+        case "unreadable":
+          return this.quarantine({ channel, accountId, reason: event.reason, raw: event.raw });
+        case "message": {
+          const { kind: _kind, ...candidate } = event;
+          return this.accept({ channel, accountId, ...candidate });
+        }
+        default: {
+          const unreachable: never = event;
+          throw new Error(`unknown normalized event ${JSON.stringify(unreachable)}`);
+        }
+      }
+    },
   };
 
+  async function quarantine(event: QuarantineCandidate): Promise<IntakeOutcome> {
+    const kept = await options.quarantine.record(event);
+    return { kind: "quarantined", quarantineId: kept.id, reason: event.reason };
+  }
+
   async function store(candidate: IntakeCandidate): Promise<IntakeOutcome> {
-    const clean = stripNul(candidate);
+    const refuse = (reason: string) => quarantine({ channel: candidate.channel, accountId: candidate.accountId, reason, raw: candidate.raw });
+    const cleaned = cleanEvent(candidate);
+    if (!cleaned.ok) return refuse(`the event ${cleaned.error}`);
+    const clean = cleaned.value;
     const checked = checkCandidate(clean);
-    if (checked.kind === "unstorable") return checked;
+    if (checked.kind === "unstorable") return refuse(checked.reason);
     const laneKey = laneKeyForChat(checked.message.chat);
     const { append, command } = laneAppend(checked.message, checked.chatType);
     let stored;
@@ -145,7 +183,7 @@ export function createIntake(options: IntakeOptions): Intake {
       );
     } catch (error) {
       if (!isDataError(error)) throw error;
-      return { kind: "unstorable", reason: `Postgres refused the data: ${postgresMessage(error)}` };
+      return refuse(`Postgres refused the data: ${postgresMessage(error)}`);
     }
     if (stored.lane) {
       if (command?.name === "stop") await options.interrupt(laneKey);
@@ -191,9 +229,17 @@ function postgresMessage(error: unknown): string {
  * The intake as a deployment wires it: lanes are woken on the `lanes` queue and `/stop`
  * interrupts through the lanes' pub/sub channel.
  */
-export function createLaneIntake(o: { inbound: IntakeOptions["inbound"]; lanes: TypedQueue<"lanes">; redis: Redis; prefix: string; metrics?: InboundMetrics }): Intake {
+export function createLaneIntake(o: {
+  inbound: IntakeOptions["inbound"];
+  quarantine: IntakeOptions["quarantine"];
+  lanes: TypedQueue<"lanes">;
+  redis: Redis;
+  prefix: string;
+  metrics?: InboundMetrics;
+}): Intake {
   return createIntake({
     inbound: o.inbound,
+    quarantine: o.quarantine,
     ...(o.metrics ? { metrics: o.metrics } : {}),
     wake: (laneKey) => wakeLane(o.lanes, laneKey),
     interrupt: (laneKey) => interruptLane(o.redis, o.prefix, laneKey),

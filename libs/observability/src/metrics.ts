@@ -38,7 +38,7 @@ export interface DeliveryMetrics {
 }
 
 export interface InboundMetrics {
-  /** `outcome` stored | duplicate | ignored | unstorable (`IntakeOutcome.kind`). */
+  /** `outcome` stored | duplicate | ignored | quarantined (`IntakeOutcome.kind`). */
   events: Counter<"channel" | "outcome">;
 }
 
@@ -187,7 +187,7 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
       rateLimited: new Counter({ name: "nahida_delivery_rate_limited_total", help: "Sends the platform answered with 429 (rate limited), by channel", labelNames: ["channel"], registers }),
     },
     inbound: {
-      events: new Counter({ name: "nahida_inbound_events_total", help: "Platform events offered to the intake by channel and outcome (stored, duplicate, ignored, unstorable)", labelNames: ["channel", "outcome"], registers }),
+      events: new Counter({ name: "nahida_inbound_events_total", help: "Platform events offered to the intake by channel and outcome (stored, duplicate, ignored, quarantined)", labelNames: ["channel", "outcome"], registers }),
     },
     cron: {
       fires: new Counter({ name: "nahida_cron_fires_total", help: "Cron slots by job kind and outcome (fired, failed, passed)", labelNames: ["kind", "outcome"], registers }),

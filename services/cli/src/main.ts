@@ -8,6 +8,7 @@ import { DELIVERIES_USAGE, deliveriesCommand } from "./deliveries.command";
 import { POLICY_USAGE, policyCommand } from "./policy.command";
 import { SESSIONS_USAGE, sessionsCommand } from "./sessions.command";
 import { TASKS_USAGE, tasksCommand } from "./tasks.command";
+import { INBOUND_USAGE, inboundCommand } from "./inbound.command";
 import { UsageError } from "./usage-error";
 
 const USAGE = `Usage: nahida <command> [options]
@@ -18,6 +19,7 @@ const USAGE = `Usage: nahida <command> [options]
 ${DELIVERIES_USAGE}
 ${SESSIONS_USAGE}
 ${TASKS_USAGE}
+${INBOUND_USAGE}
 ${POLICY_USAGE}
   tokens create --name NAME --scopes send,read,cron,admin
                                   create an API token (the secret is printed once)
@@ -126,6 +128,8 @@ async function main(argv: string[]): Promise<void> {
       return print(await policyCommand(api, rest));
     case "tasks":
       return print(await tasksCommand(api, rest));
+    case "inbound":
+      return print(await inboundCommand(api, rest));
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

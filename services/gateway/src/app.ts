@@ -3,10 +3,10 @@ import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
-import type { ApiTokenRepository, CronRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
+import type { ApiTokenRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { TokenCache } from "./plugins/token-cache";
-import { errorHandlerPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
+import { errorHandlerPlugin, jsonBodyPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
 import { queueDashboardRoutes } from "./routes/admin/queues.route";
@@ -18,6 +18,7 @@ import { policyRoutes } from "./routes/policy/policy.route";
 import { sessionEventRoutes, type SessionEventRouteOptions } from "./routes/sessions/session-events.route";
 import { sessionRoutes } from "./routes/sessions/sessions.route";
 import { taskRoutes, type TaskRouteOptions } from "./routes/tasks/tasks.route";
+import { quarantineRoutes } from "./routes/inbound/quarantine.route";
 import { tokenRoutes } from "./routes/tokens/tokens.route";
 import type { SendService } from "./services/send.service";
 
@@ -32,6 +33,8 @@ export interface ApiOptions {
   /** `POST /api/sessions/:id/events`: the outbox's session events. */
   sessionEvents: SessionEventRouteOptions["sessionEvents"];
   tokens: ApiTokenRepository;
+  /** Events acknowledged but not storable as messages. */
+  quarantine: InboundQuarantineRepository;
   /** Sub-agent tasks: read, and stopped by operators. */
   ledger: TaskRouteOptions["ledger"];
   cron: CronRepository;
@@ -65,6 +68,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   fastify.setValidatorCompiler(validatorCompiler);
   fastify.setSerializerCompiler(serializerCompiler);
   await fastify.register(errorHandlerPlugin);
+  await fastify.register(jsonBodyPlugin);
   await fastify.register(healthRoutes, { probes: options.probes });
   if (options.metrics) await fastify.register(metricsRoute, options.metrics);
   const api = options.api;
@@ -78,6 +82,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
   await fastify.register(sessionEventRoutes, { sessionEvents: api.sessionEvents, events: api.events });
   await fastify.register(taskRoutes, { ledger: api.ledger, sessions: api.sessions });
+  await fastify.register(quarantineRoutes, { quarantine: api.quarantine });
   await fastify.register(policyRoutes, { policies: api.policies });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });

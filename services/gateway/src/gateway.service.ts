@@ -17,7 +17,7 @@ export interface GatewayOptions {
   /** Largest accepted request body. */
   bodyLimitBytes: number;
   db: Pick<Database, "checkReady">;
-  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events" | "policies">;
+  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events" | "policies" | "quarantine">;
   /** Every send goes through it (it knows the registered channels and the workspace). */
   outbox: Outbox;
   /** Operators' events into sessions go through it (it appends to the target's lane). */
@@ -50,7 +50,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
   });
-  const { tokens, deliveries, sessions, turns, cron, events, policies } = options.repositories;
+  const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
@@ -67,6 +67,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       sessionEvents: options.sessionEvents,
       tokens,
       ledger: options.ledger,
+      quarantine,
       cron,
       cronJobs: options.cronJobs,
       redis: options.redis,

@@ -120,7 +120,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     maxJobsPerTarget: env.SCHEDULER_MAX_JOBS_PER_TARGET,
     channels: env.channels.map((c) => c.name),
   });
-  const intake = createLaneIntake({ inbound: repositories.inbound, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
+  const intake = createLaneIntake({ inbound: repositories.inbound, quarantine: repositories.quarantine, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
     const ingress = await startChannelIngress(name, env.channels, {
       intake,

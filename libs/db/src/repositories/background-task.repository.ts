@@ -2,6 +2,7 @@ import { encodeLaneItem, taskLaneKey, type BackgroundTask, type TaskConsumer, ty
 import type { PrismaClient, Tx } from "../database";
 import { Prisma, type BackgroundTask as TaskRow } from "../generated/prisma/client";
 import { laneAppendCtes } from "../lane-append";
+import { pgJson } from "../statements";
 
 /** A task as `spawn` writes it; its child session is created with it. `traceparent`: the spawn's span, continued by the child's run. */
 export type NewTask = Pick<
@@ -104,7 +105,7 @@ export class BackgroundTaskRepository {
     await tx.session.create({
       data: { id: task.childSessionId, laneKey: taskLaneKey(task), parentId: task.parentSessionId, title: task.label ?? task.task.slice(0, 80) },
     });
-    const row = await tx.backgroundTask.create({ data: { ...task, tools: task.tools ?? Prisma.DbNull } });
+    const row = await tx.backgroundTask.create({ data: { ...task, tools: task.tools ? pgJson(task.tools) : Prisma.DbNull } });
     return taskOf(row);
   }
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { CronPayload, CronRunStatus, CronSchedule } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
 import { Prisma, type CronJob, type CronRun } from "../generated/prisma/client";
+import { pgJson } from "../statements";
 
 export interface NewCronJob {
   id?: string;
@@ -72,7 +73,7 @@ export interface PendingCronRun {
 /** How a fire's effect ended. */
 export type CronEffectOutcome = { kind: "sent" } | { kind: "failed"; error: string; retryable: boolean };
 
-const json = (value: unknown) => value as Prisma.InputJsonValue;
+const json = (value: unknown) => pgJson(value) as Prisma.InputJsonValue;
 
 /** The select list both looks at the table share: when the next job is due, whether manual runs or retries wait. */
 const waitingState = (now: Date) => Prisma.sql`

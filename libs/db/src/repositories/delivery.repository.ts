@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
-import { jsonbParam, poolRows, queryPrepared, type FencedPart } from "../statements";
+import { jsonbParam, pgJson, poolRows, queryPrepared, type FencedPart } from "../statements";
 import { Prisma, type Delivery } from "../generated/prisma/client";
 
 export interface NewDelivery {
@@ -91,7 +91,7 @@ export class DeliveryRepository {
     return {
       ...(input.id ? { id: input.id } : {}),
       target: input.target,
-      message: input.message as unknown as Prisma.InputJsonValue,
+      message: pgJson(input.message) as unknown as Prisma.InputJsonValue,
       source: input.source,
       sessionId: input.sessionId ?? null,
       inboundMessageId: input.inboundMessageId ?? null,

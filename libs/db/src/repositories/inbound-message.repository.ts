@@ -2,7 +2,7 @@ import type { InboundMessage as InboundMessageContract, LaneItemKind, MessageCon
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
 import { laneAppendCtes } from "../lane-append";
-import { poolRows } from "../statements";
+import { jsonbParam, poolRows } from "../statements";
 import { Prisma } from "../generated/prisma/client";
 
 export interface StoredInbound {
@@ -83,7 +83,7 @@ export class InboundMessageRepository {
       ), inserted AS (
         INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at, routed_at)
         SELECT gen_random_uuid(), ${message.channel}::text, ${input.dedupeKey}::text, ${message.messageId}::text, ${message.chat}::text,
-               ${JSON.stringify(body)}::jsonb, ${input.raw === undefined ? null : JSON.stringify(input.raw)}::jsonb,
+               ${jsonbParam(body)}::jsonb, ${input.raw === undefined ? null : jsonbParam(input.raw)}::jsonb,
                ${new Date(message.timestamp)}::timestamptz, now()
          WHERE NOT EXISTS (SELECT 1 FROM legacy)
         ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel

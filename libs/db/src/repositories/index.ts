@@ -9,3 +9,4 @@ export * from "./session-event.repository";
 export * from "./run.repository";
 export * from "./policy.repository";
 export * from "./background-task.repository";
+export * from "./inbound-quarantine.repository";

@@ -1,5 +1,6 @@
 import { DEFAULT_SEND_POLICY, SendPolicy } from "@nahida/contracts";
 import type { PrismaClient } from "../database";
+import { pgJson } from "../statements";
 
 const SEND_POLICY = "send";
 
@@ -19,8 +20,8 @@ export class PolicyRepository {
   async putSendPolicy(policy: SendPolicy): Promise<void> {
     await this.prisma.policy.upsert({
       where: { name: SEND_POLICY },
-      create: { name: SEND_POLICY, document: policy },
-      update: { document: policy, updatedAt: new Date() },
+      create: { name: SEND_POLICY, document: pgJson(policy) },
+      update: { document: pgJson(policy), updatedAt: new Date() },
     });
   }
 }

@@ -4,6 +4,7 @@ import { BackgroundTaskRepository } from "./background-task.repository";
 import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
+import { InboundQuarantineRepository } from "./inbound-quarantine.repository";
 import { PolicyRepository } from "./policy.repository";
 import { RunRepository } from "./run.repository";
 import { SessionEventRepository } from "./session-event.repository";
@@ -22,6 +23,7 @@ export interface Repositories {
   policies: PolicyRepository;
   runs: RunRepository;
   tasks: BackgroundTaskRepository;
+  quarantine: InboundQuarantineRepository;
 }
 
 export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
@@ -37,5 +39,6 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     policies: new PolicyRepository(prisma),
     runs: new RunRepository(db.pool),
     tasks: new BackgroundTaskRepository(prisma),
+    quarantine: new InboundQuarantineRepository(prisma),
   };
 }
