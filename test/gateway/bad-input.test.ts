@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/nahida-harness";
 import { apiClient } from "./api-client";
@@ -84,6 +85,8 @@ describe("bad input never produces a 5xx", () => {
         const res = await call(route === "/api/tokens/" ? "DELETE" : "GET", `${route}${id}`);
         expect(res.status, `${route}${id.slice(0, 40)}`).toBeGreaterThanOrEqual(400);
         expect(res.status, `${route}${id.slice(0, 40)}`).toBeLessThan(500);
+        // The documented shape, Fastify's own answers (a URL it cannot decode, an overlong parameter) included.
+        expect(res.body?.error?.code, `${route}${id.slice(0, 40)}: ${res.text.slice(0, 80)}`).toEqual(expect.any(String));
       }
     }
     for (const q of queries) {
@@ -101,5 +104,23 @@ describe("bad input never produces a 5xx", () => {
       });
       expect(res.status).toBe(400);
     }
+  });
+
+  it("answers what Node's parser refuses before Fastify sees it in the error shape too", async () => {
+    const { hostname, port } = new URL(h.nahida.gatewayAddress!);
+    const raw = async (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(request));
+        let answer = "";
+        socket.on("data", (chunk) => (answer += chunk));
+        socket.on("end", () => resolve(answer));
+        socket.on("error", reject);
+      });
+    const tooLarge = await raw(`GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+    expect(tooLarge).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(tooLarge.split("\r\n\r\n")[1]!)).toEqual({ error: { code: "bad_request", message: "the request's headers are too large" } });
+    const garbage = await raw("NOT HTTP AT ALL\r\n\r\n");
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(garbage.split("\r\n\r\n")[1]!)).toEqual({ error: { code: "bad_request", message: "the request is malformed" } });
   });
 });

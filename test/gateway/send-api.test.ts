@@ -58,6 +58,8 @@ describe("POST /api/send and GET /api/deliveries/:id", () => {
       [{ target: "telegram:private:1", text: "x", attachments: [{ type: "photo", path: "/etc/passwd" }] }, 400, /absolute/],
       [{ target: "telegram:private:1", text: "x", attachments: [{ type: "document", path: "escape.txt" }] }, 400, /symlink/],
       [{ target: "telegram:private:1", text: "x", attachments: [{ type: "photo", path: "missing.png" }] }, 400, /no file/],
+      // A directory inside the workspace: refused now, not a delivery that fails with EISDIR later.
+      [{ target: "telegram:private:1", text: "x", attachments: [{ type: "document", path: "img" }] }, 400, /is a directory/],
       [{ target: "telegram:private:1", text: "x", session_id: "00000000-0000-4000-8000-00000000dead" }, 404, /session/],
       [{ target: "telegram:private:1" }, 400, /text or attachments are required/],
     ];

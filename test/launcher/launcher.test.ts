@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "../support/infra";
 import { freePort } from "../support/ports";
@@ -147,6 +148,32 @@ describe("launcher", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(message);
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("exits 0, not by the signal, when SIGTERM comes while it is still starting", async () => {
+    // A Redis that accepts and never answers holds the start in its Redis check; the
+    // connection is the marker that the start is under way.
+    let connected = false;
+    const silent = createServer(() => void (connected = true));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    const child = spawn(process.execPath, ["--import", "tsx", MAIN], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: freshDatabaseUrl(), REDIS_URL: `redis://127.0.0.1:${port}`, NAHIDA_SERVICES: "gateway", GATEWAY_PORT: String(await freePort()), NAHIDA_SHUTDOWN_TIMEOUT_MS: "1000" },
+    });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+    try {
+      await waitFor(async () => connected, 30_000, "the launcher's Redis check");
+      child.kill("SIGTERM");
+      expect(await exited, output).toEqual({ code: 0, signal: null });
+      expect(output).toContain("stopping while starting");
+    } finally {
+      child.kill("SIGKILL");
+      silent.close();
+    }
   });
 
   it("reports every bad variable at once", async () => {

@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import { GetLoginInfoOutput } from "@saltify/milky-types";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
-import { errorHandlerPlugin, jsonBodyPlugin } from "@nahida/http";
+import { errorHandlerPlugin, jsonBodyPlugin, serverOptions } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { RedisLeadership } from "@nahida/queue";
@@ -92,10 +92,7 @@ export async function startMilkyIngress(o: MilkyIngressOptions): Promise<Running
 
   if (!o.accessToken) throw new ChannelStartError("ACCESS_TOKEN", "the webhook transport needs the access token to check pushes");
   if (!o.webhook) throw new ChannelStartError("EVENT_TRANSPORT", "the webhook transport needs a listen address");
-  const server = Fastify({
-    loggerInstance: logger.child({ scope: "milky-webhook" }) as unknown as FastifyBaseLogger,
-    bodyLimit: o.webhook.bodyLimitBytes ?? 1024 * 1024,
-  });
+  const server = Fastify(serverOptions({ logger: logger.child({ scope: "milky-webhook" }) as unknown as FastifyBaseLogger, bodyLimitBytes: o.webhook.bodyLimitBytes ?? 1024 * 1024 }));
   // The gateway's error shape: 4xx keep their message (413 for an oversize body), 5xx are logged and hidden.
   await server.register(errorHandlerPlugin);
   await server.register(jsonBodyPlugin);

@@ -5,7 +5,7 @@ import { Api, GrammyError } from "grammy";
 import type { Redis } from "ioredis";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
-import { errorHandlerPlugin, jsonBodyPlugin } from "@nahida/http";
+import { errorHandlerPlugin, jsonBodyPlugin, serverOptions } from "@nahida/http";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import { RedisLeadership } from "@nahida/queue";
@@ -93,10 +93,7 @@ export async function startTelegramIngress(o: TelegramIngressOptions): Promise<R
 
   if (!o.webhook) throw new ChannelStartError("WEBHOOK_SECRET", "webhook mode needs a webhook secret");
   const webhook = o.webhook;
-  const server = Fastify({
-    loggerInstance: logger.child({ scope: "telegram-webhook" }) as unknown as FastifyBaseLogger,
-    bodyLimit: webhook.bodyLimitBytes ?? 1024 * 1024,
-  });
+  const server = Fastify(serverOptions({ logger: logger.child({ scope: "telegram-webhook" }) as unknown as FastifyBaseLogger, bodyLimitBytes: webhook.bodyLimitBytes ?? 1024 * 1024 }));
   // The gateway's error shape: 4xx keep their message, 5xx are logged and hidden (a 500
   // makes Telegram deliver the update again).
   await server.register(errorHandlerPlugin);

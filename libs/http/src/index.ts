@@ -2,3 +2,4 @@ export * from "./error-handler.plugin";
 export * from "./readiness";
 export * from "./metrics.route";
 export * from "./json-body.plugin";
+export * from "./server-options";

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdtemp, mkdir, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +16,7 @@ describe("resolveWorkspacePath", () => {
     await writeFile(join(outside, "secret.txt"), "secret");
     await symlink(join(outside, "secret.txt"), join(root, "link.txt"));
     await symlink(join(root, "img"), join(root, "imgs"));
+    execFileSync("mkfifo", [join(root, "pipe")]);
   });
 
   it("accepts files inside, also through symlinks that stay inside", async () => {
@@ -30,6 +32,10 @@ describe("resolveWorkspacePath", () => {
     ["link.txt", "symlink"],
     ["a\0b", "NUL"],
     ["", "non-empty"],
+    // Not regular files: a directory (EISDIR at send time), a FIFO (a read that never ends).
+    ["img", "is a directory"],
+    ["imgs", "is a directory"],
+    ["pipe", "not a regular file"],
   ])("rejects %j", async (path, reason) => {
     const result = await resolveWorkspacePath(root, path);
     expect(result.ok).toBe(false);

@@ -1,4 +1,4 @@
-import { realpath } from "node:fs/promises";
+import { realpath, stat } from "node:fs/promises";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { err, ok, type Result } from "@nahida/contracts";
 
@@ -14,8 +14,9 @@ function inside(root: string, candidate: string): boolean {
 
 /**
  * Resolves a path given by a user, the model or an API caller to a real file inside the
- * workspace. Rejected: absolute paths, `..` segments, NUL bytes, and anything whose real
- * path (after following symlinks) lies outside the workspace's real path.
+ * workspace. Rejected: absolute paths, `..` segments, NUL bytes, anything whose real path
+ * (after following symlinks) lies outside the workspace's real path, and anything that is
+ * not a regular file (a directory, a device, a FIFO: reading one fails late or never ends).
  */
 export async function resolveWorkspacePath(workspaceDir: string, requested: string): Promise<Result<string, WorkspacePathError>> {
   if (typeof requested !== "string" || requested.length === 0 || requested.length > 4096) {
@@ -44,6 +45,11 @@ export async function resolveWorkspacePath(workspaceDir: string, requested: stri
   }
   if (!inside(root, real)) {
     return err({ code: "bad_request", message: `path ${JSON.stringify(requested)} points outside the workspace (symlink)` });
+  }
+  const info = await stat(real).catch(() => null);
+  if (!info) return err({ code: "not_found", message: `no file ${JSON.stringify(requested)} in the workspace` });
+  if (!info.isFile()) {
+    return err({ code: "bad_request", message: `path ${JSON.stringify(requested)} is ${info.isDirectory() ? "a directory" : "not a regular file"}; attach a file` });
   }
   return ok(real);
 }

@@ -4,7 +4,7 @@ import type { Redis } from "ioredis";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
 import type { Outbox, SessionEvents } from "@nahida/outbox";
-import type { MetricsRouteOptions } from "@nahida/http";
+import { serverOptions, type MetricsRouteOptions } from "@nahida/http";
 import type { Logger } from "@nahida/observability";
 import { pingRedis } from "@nahida/queue";
 import type { TaskLedger } from "@nahida/tasks";
@@ -46,10 +46,7 @@ export interface RunningGateway {
 }
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
-  const server = Fastify({
-    loggerInstance: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
-    bodyLimit: options.bodyLimitBytes,
-  });
+  const server = Fastify(serverOptions({ logger: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger, bodyLimitBytes: options.bodyLimitBytes }));
   const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {

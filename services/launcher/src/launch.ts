@@ -5,8 +5,19 @@ import { startNahida } from "./nahida";
 import { PreflightError } from "./preflight";
 import type { Tracing } from "./tracing";
 
-/** The process: reads the environment, starts the selected services, drains them on SIGTERM/SIGINT. */
-export async function launch(tracing: Tracing | null): Promise<void> {
+/** A signal that came before the services were up, and the handlers that kept it. */
+export interface EarlySignals {
+  early: { signal: NodeJS.Signals | null; onSignal?: (signal: NodeJS.Signals) => void };
+  handlers: ((signal: NodeJS.Signals) => void)[];
+}
+
+/**
+ * The process: reads the environment, starts the selected services, drains them on
+ * SIGTERM/SIGINT. A signal during the start drains what started once the start is done,
+ * and exits 0 either way; a start that hangs past the shutdown timeout is left (nothing it
+ * started holds more than a SIGKILL would leave behind).
+ */
+export async function launch(tracing: Tracing | null, signals?: EarlySignals): Promise<void> {
   const parsed = parseEnv(launcherEnvSchema, process.env);
   if (!parsed.ok) {
     process.stderr.write(`${formatEnvIssues(parsed.error)}\n`);
@@ -14,6 +25,17 @@ export async function launch(tracing: Tracing | null): Promise<void> {
   }
   const env = parsed.value;
   const logger = createLogger({ level: env.LOG_LEVEL, service: env.NAHIDA_SERVICES.join("+"), format: env.LOG_FORMAT });
+  const leaveDuringStart = (signal: NodeJS.Signals) => {
+    logger.info({ signal }, "stopping while starting");
+    setTimeout(() => {
+      logger.warn({ timeoutMs: env.NAHIDA_SHUTDOWN_TIMEOUT_MS }, "the start did not finish; exiting");
+      process.exit(0);
+    }, env.NAHIDA_SHUTDOWN_TIMEOUT_MS).unref();
+  };
+  if (signals) {
+    signals.early.onSignal = leaveDuringStart;
+    if (signals.early.signal) leaveDuringStart(signals.early.signal);
+  }
 
   try {
     const nahida = await startNahida(env, logger);
@@ -34,6 +56,12 @@ export async function launch(tracing: Tracing | null): Promise<void> {
     };
     process.on("SIGTERM", () => void stop("SIGTERM"));
     process.on("SIGINT", () => void stop("SIGINT"));
+    for (const handler of signals?.handlers ?? []) {
+      process.off("SIGTERM", handler);
+      process.off("SIGINT", handler);
+    }
+    // A signal that came while starting: drain what started, now.
+    if (signals?.early.signal) return void stop(signals.early.signal);
     // Only once the handlers exist: until then SIGTERM kills at once, without draining, and a
     // supervisor that waits for this line may send it the moment the line is out (a
     // synchronous log stream, as LOG_FORMAT=pretty is, writes it before this code goes on).

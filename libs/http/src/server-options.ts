@@ -1,0 +1,39 @@
+import type { Socket } from "node:net";
+import type { FastifyServerOptions } from "fastify";
+import type { ErrorCode } from "@nahida/contracts";
+
+/** A JSON error answer written straight to a socket Fastify never made a request of. */
+function socketAnswer(socket: Socket, status: number, reason: string, code: ErrorCode, message: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/**
+ * What every Nahida HTTP server is built with, so that every error it answers has the
+ * documented shape (`{error: {code, message}}`), Fastify's and Node's own included: a URL
+ * Fastify cannot decode (`frameworkErrors`), and a request Node's parser refuses before
+ * Fastify sees it (`clientErrorHandler`: headers too large → 431, anything else → 400).
+ */
+export function serverOptions(o: { logger: FastifyServerOptions["loggerInstance"]; bodyLimitBytes?: number }): FastifyServerOptions {
+  return {
+    loggerInstance: o.logger,
+    ...(o.bodyLimitBytes !== undefined ? { bodyLimit: o.bodyLimitBytes } : {}),
+    frameworkErrors: (error, _request, reply) => {
+      const status = typeof (error as { statusCode?: unknown }).statusCode === "number" ? (error as { statusCode: number }).statusCode : 400;
+      const body = { error: { code: status >= 500 ? "internal" : "bad_request", message: status >= 500 ? "internal error" : error.message } };
+      void (reply as unknown as { status(code: number): { send(body: unknown): unknown } }).status(status).send(body);
+    },
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
+      if (error.code === "ECONNRESET" || !socket.writable) {
+        socket.destroy();
+        return;
+      }
+      if (error.code === "HPE_HEADER_OVERFLOW") return socketAnswer(socket, 431, "Request Header Fields Too Large", "bad_request", "the request's headers are too large");
+      socketAnswer(socket, 400, "Bad Request", "bad_request", "the request is malformed");
+    },
+  };
+}
