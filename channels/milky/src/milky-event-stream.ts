@@ -438,7 +438,9 @@ export class MilkyEventStream {
     const messages = [...found.entries()].sort(([a], [b]) => a - b);
     for (const [, message] of messages) {
       if (signal.aborted) return "failed";
-      await this.store({ time: Math.floor(this.now() / 1000), self_id: this.o.selfId, event_type: "message_receive", data: message }, signal);
+      // The message's own time, not now: the same message recovered again is the same event (a quarantined one is kept once).
+      const time = typeof (message as { time?: unknown }).time === "number" ? (message as { time: number }).time : Math.floor(this.now() / 1000);
+      await this.store({ time, self_id: this.o.selfId, event_type: "message_receive", data: message }, signal);
     }
     if (signal.aborted) return "failed";
     try {

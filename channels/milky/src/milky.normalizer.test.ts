@@ -152,11 +152,19 @@ describe("normalizeMilkyEvent rules", () => {
     ["a message of only blanks", groupEvent([text("  ")]), "no text or supported media"],
     ["a message of only a self-mention", groupEvent([{ type: "mention", data: { user_id: SELF_ID, name: "Nahida" } }]), "no text or supported media"],
     ["a scene newer than this code", groupEvent([text("x")], { message_scene: "channel" }), 'message scene "channel"'],
+  ])("ignores %s with a reason", (_label, event, reason) => {
+    expect(expectIgnored(normalize(event))).toContain(reason);
+  });
+
+  it.each([
     ["a message without message_seq", groupEvent([text("x")], { message_seq: undefined }), "message_seq"],
     ["a non-QQ self_id", { ...fixture("friend-text"), self_id: 5 }, "self_id"],
     ["an array", [fixture("friend-text")], "not an object"],
-  ])("ignores %s with a reason", (_label, event, reason) => {
-    expect(expectIgnored(normalize(event))).toContain(reason);
+  ])("takes %s as unreadable, with a reason and the event, for the quarantine", (_label, event, reason) => {
+    const result = normalize(event);
+    if (result.kind !== "unreadable") throw new Error(`expected unreadable, got ${result.kind}`);
+    expect(result.reason).toContain(reason);
+    expect(result.raw).toEqual(event);
   });
 
   it("keeps a malformed media segment as a placeholder rather than losing the message", () => {

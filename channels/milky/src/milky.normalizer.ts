@@ -53,30 +53,30 @@ export function normalizeMilkyEvent(event: unknown, options: NormalizeMilkyEvent
     const clean = cleanEvent(event);
     if (!clean.ok) return { kind: "unreadable", reason: `the event ${clean.error}`, raw: event };
     const result = normalize(clean.value, options);
-    return result.kind === "message" ? { ...result, raw: event } : result;
+    return result.kind === "ignored" ? result : { ...result, raw: event };
   } catch (error) {
     // Last line of defence: a platform event must never crash the ingress.
-    return ignored(`normalizer failed: ${error instanceof Error ? error.message : String(error)}`);
+    return { kind: "unreadable", reason: `normalizer failed: ${error instanceof Error ? error.message : String(error)}`, raw: event };
   }
 }
 
 function normalize(event: unknown, options: NormalizeMilkyEventOptions): NormalizedEvent {
-  if (!isRecord(event)) return ignored("event is not an object");
+  if (!isRecord(event)) return malformed("event is not an object");
   const envelope = MilkyEventEnvelope.safeParse(event);
-  if (!envelope.success) return ignored(`malformed event: ${firstIssue(envelope.error)}`);
+  if (!envelope.success) return malformed(`malformed event: ${firstIssue(envelope.error)}`);
   const { event_type: eventType, self_id: selfId } = envelope.data;
   if (eventType !== "message_receive") return ignored(`${eventType.slice(0, 64)} events are not handled`);
   if (selfId !== options.selfId) return ignored(`event is for account ${selfId}, this ingress serves ${options.selfId}`);
 
   const core = MilkyIncomingMessageCore.safeParse(envelope.data.data);
-  if (!core.success) return ignored(`malformed message_receive: ${firstIssue(core.error)}`);
+  if (!core.success) return malformed(`malformed message_receive: ${firstIssue(core.error)}`);
   const m = core.data;
   const chatType = SCENE_CHAT_TYPES[m.message_scene];
   if (!Object.hasOwn(SCENE_CHAT_TYPES, m.message_scene) || chatType === undefined) {
     return ignored(`message scene ${JSON.stringify(m.message_scene.slice(0, 32))} is not handled`);
   }
   if (m.sender_id === selfId) return ignored("message was sent by this account itself");
-  if (m.time > MAX_UNIX_SECONDS) return ignored("message time is out of range");
+  if (m.time > MAX_UNIX_SECONDS) return malformed("message time is out of range");
 
   const data = envelope.data.data as Record<string, unknown>;
   const content = readSegments(m.segments, selfId);
@@ -103,7 +103,7 @@ function normalize(event: unknown, options: NormalizeMilkyEventOptions): Normali
     mentionsBot,
     timestamp,
   });
-  if (!message.success) return ignored(`normalized message is invalid: ${z.prettifyError(message.error)}`);
+  if (!message.success) return malformed(`normalized message is invalid: ${z.prettifyError(message.error)}`);
   const context = MessageContext.safeParse({
     timestamp,
     channel,
@@ -112,7 +112,7 @@ function normalize(event: unknown, options: NormalizeMilkyEventOptions): Normali
     senderLabel: who.label,
     roles: who.roles,
   });
-  if (!context.success) return ignored(`normalized context is invalid: ${z.prettifyError(context.error)}`);
+  if (!context.success) return malformed(`normalized context is invalid: ${z.prettifyError(context.error)}`);
   return { kind: "message", dedupeKey: `${m.message_scene}:${m.peer_id}:${m.message_seq}`, message: message.data, context: context.data, raw: event };
 }
 
@@ -256,6 +256,11 @@ function senderOf(scene: string, data: Record<string, unknown>, senderId: number
     return { displayName: name, label: name, roles: [], chatDisplayName: name };
   }
   return { displayName: fallback, label: fallback, roles: [] };
+}
+
+/** An event that claims to be one Nahida takes but cannot be read as it: quarantined by the intake, with the event. */
+function malformed(reason: string): NormalizedEvent {
+  return { kind: "unreadable", reason, raw: null };
 }
 
 function ignored(reason: string): NormalizedEvent {

@@ -26,7 +26,7 @@ export function normalizeTelegramEvent(update: unknown, bot: TelegramBotIdentity
   const clean = cleanEvent(update);
   if (!clean.ok) return { kind: "unreadable", reason: `the update ${clean.error}`, raw: update };
   const normalized = normalizeUpdate(clean.value as Update, bot, options);
-  if (normalized.kind === "ignored") return { kind: "ignored", reason: normalized.reason };
+  if (normalized.kind === "ignored") return normalized.malformed ? { kind: "unreadable", reason: normalized.reason, raw: update } : { kind: "ignored", reason: normalized.reason };
   // A crafted, overlong name is cut to what the contract holds rather than losing the
   // message (or forgetting that the command was meant for another bot).
   const command = InboundCommand.safeParse(normalized.command && { ...normalized.command, name: normalized.command.name.slice(0, 64) });

@@ -59,6 +59,11 @@ export interface IgnoredUpdate {
   dedupeKey: string;
   /** Human-readable, for logs and metrics; not meant to be matched on. */
   reason: string;
+  /**
+   * Set when the update claims to be one Nahida takes but cannot be read as it (malformed,
+   * or its message breaks the contract): the intake quarantines it rather than drop it.
+   */
+  malformed?: true;
 }
 
 export type NormalizeResult = NormalizedMessage | IgnoredUpdate;
@@ -203,7 +208,7 @@ export function normalizeUpdate(
     return normalizeMessage(raw[kind], kind, dedupeKey, bot, options);
   } catch (error) {
     // Last line of defence: a platform event must never crash the ingress.
-    return ignored(dedupeKey, `normalizer failed: ${error instanceof Error ? error.message : String(error)}`);
+    return malformed(dedupeKey, `normalizer failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
@@ -218,7 +223,7 @@ function normalizeMessage(
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-    return ignored(dedupeKey, `malformed ${kind}: ${where}${issue?.message ?? "invalid"}`);
+    return malformed(dedupeKey, `malformed ${kind}: ${where}${issue?.message ?? "invalid"}`);
   }
   const m = parsed.data;
 
@@ -265,7 +270,7 @@ function normalizeMessage(
     mentionsBot,
     timestamp,
   });
-  if (!message.success) return ignored(dedupeKey, `normalized message is invalid: ${z.prettifyError(message.error)}`);
+  if (!message.success) return malformed(dedupeKey, `normalized message is invalid: ${z.prettifyError(message.error)}`);
   const context = MessageContext.safeParse({
     timestamp,
     channel,
@@ -274,7 +279,7 @@ function normalizeMessage(
     senderLabel: sender.label,
     roles,
   });
-  if (!context.success) return ignored(dedupeKey, `normalized context is invalid: ${z.prettifyError(context.error)}`);
+  if (!context.success) return malformed(dedupeKey, `normalized context is invalid: ${z.prettifyError(context.error)}`);
 
   return {
     kind: "message",
@@ -284,6 +289,10 @@ function normalizeMessage(
     isCommand: command !== undefined,
     ...(command !== undefined && { command }),
   };
+}
+
+function malformed(dedupeKey: string, reason: string): IgnoredUpdate {
+  return { kind: "ignored", dedupeKey, reason, malformed: true };
 }
 
 function ignored(dedupeKey: string, reason: string): IgnoredUpdate {

@@ -170,8 +170,9 @@ export const QuarantinedEventView = z
     channel: z.string(),
     account_id: z.string(),
     reason: z.string(),
-    /** The event as JSON text, cleaned; cut where it nested too deep. */
+    /** The event as JSON text, cleaned; cut where it nested too deep, and at 4,000 characters here. */
     raw: z.string(),
+    raw_truncated: z.boolean(),
     received_at: z.iso.datetime(),
   })
   .meta({ id: "QuarantinedEvent" });

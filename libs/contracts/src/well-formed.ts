@@ -38,7 +38,8 @@ export function jsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number {
  * A JSON-like value made storable in Postgres text and jsonb: every string, keys included,
  * {@link wellFormed}. It walks with an explicit stack, never recursion, so no input can
  * overflow the call stack; a value nested deeper than `maxDepth` is an error with the
- * reason. An object met twice (shared, not cyclic) is copied once.
+ * reason. An object met twice (shared, which parsed JSON never is) is copied once, at the
+ * depth it was first met. Two keys that clean to the same key keep the later one's value.
  */
 export function storableJson<T>(value: T, maxDepth = MAX_JSON_DEPTH): Result<T, string> {
   return walk(value, maxDepth, "error");

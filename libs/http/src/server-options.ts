@@ -2,14 +2,19 @@ import type { Socket } from "node:net";
 import type { FastifyServerOptions } from "fastify";
 import type { ErrorCode } from "@nahida/contracts";
 
-/** A JSON error answer written straight to a socket Fastify never made a request of. */
+/**
+ * A JSON error answer written straight to a socket Fastify never made a request of, as
+ * Node's own handler does: only when no response has started on it (a keep-alive socket may
+ * be mid-response), and the socket is destroyed after, never left half open.
+ */
 function socketAnswer(socket: Socket, status: number, reason: string, code: ErrorCode, message: string): void {
-  if (!socket.writable) {
+  const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (!socket.writable || started) {
     socket.destroy();
     return;
   }
   const body = JSON.stringify({ error: { code, message } });
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
 }
 
 /**
@@ -33,6 +38,7 @@ export function serverOptions(o: { logger: FastifyServerOptions["loggerInstance"
         return;
       }
       if (error.code === "HPE_HEADER_OVERFLOW") return socketAnswer(socket, 431, "Request Header Fields Too Large", "bad_request", "the request's headers are too large");
+      if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return socketAnswer(socket, 408, "Request Timeout", "bad_request", "the request took too long to arrive");
       socketAnswer(socket, 400, "Bad Request", "bad_request", "the request is malformed");
     },
   };

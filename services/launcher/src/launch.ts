@@ -25,9 +25,10 @@ export async function launch(tracing: Tracing | null, signals?: EarlySignals): P
   }
   const env = parsed.value;
   const logger = createLogger({ level: env.LOG_LEVEL, service: env.NAHIDA_SERVICES.join("+"), format: env.LOG_FORMAT });
+  let leaving: NodeJS.Timeout | undefined;
   const leaveDuringStart = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "stopping while starting");
-    setTimeout(() => {
+    leaving ??= setTimeout(() => {
       logger.warn({ timeoutMs: env.NAHIDA_SHUTDOWN_TIMEOUT_MS }, "the start did not finish; exiting");
       process.exit(0);
     }, env.NAHIDA_SHUTDOWN_TIMEOUT_MS).unref();
@@ -60,7 +61,8 @@ export async function launch(tracing: Tracing | null, signals?: EarlySignals): P
       process.off("SIGTERM", handler);
       process.off("SIGINT", handler);
     }
-    // A signal that came while starting: drain what started, now.
+    // A signal that came while starting: drain what started, now, under the drain's own timeout.
+    clearTimeout(leaving);
     if (signals?.early.signal) return void stop(signals.early.signal);
     // Only once the handlers exist: until then SIGTERM kills at once, without draining, and a
     // supervisor that waits for this line may send it the moment the line is out (a
@@ -69,6 +71,7 @@ export async function launch(tracing: Tracing | null, signals?: EarlySignals): P
   } catch (error) {
     if (error instanceof PreflightError) process.stderr.write(`nahida: ${error.message}\n`);
     else logger.fatal({ err: error }, "startup failed");
-    process.exit(1);
+    // Asked to stop while starting: a start that then failed is still a stop that was asked for.
+    process.exit(signals?.early.signal ? 0 : 1);
   }
 }
