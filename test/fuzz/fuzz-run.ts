@@ -18,7 +18,8 @@ const MILKY_TOKEN = "fuzz-milky-token";
 const ADMIN = "nhd_fuzz_admin_token_0123456789abcdef";
 /** A well-formed message every this many inputs, each answered by the end. */
 const PROBE_EVERY = 50;
-const PROBE_CHAT = 600000001;
+/** Each probe has a chat of its own (one chat's messages that come during a run are answered together). */
+const PROBE_CHATS = 600_000_000;
 /** Inputs drawn at once. */
 const CHUNK = 100;
 /** Inputs per target sent before RSS is first read. */
@@ -140,12 +141,14 @@ async function run(h: Harness, _milky: FakeMilky, telegramUrl: string, milkyUrl:
   let probes = 0;
   const probe = async () => {
     probes += 1;
-    const update = { update_id: 900_000_000 + probes, message: { message_id: probes, date: Math.floor(Date.now() / 1000), chat: { id: PROBE_CHAT, type: "private", first_name: "P" }, from: { id: PROBE_CHAT, is_bot: false, first_name: "P" }, text: `probe ${probes}` } };
+    const chat = PROBE_CHATS + probes;
+    const update = { update_id: 900_000_000 + probes, message: { message_id: probes, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "private", first_name: "P" }, from: { id: chat, is_bot: false, first_name: "P" }, text: `probe ${probes}` } };
     const res = await fetch(telegramUrl, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET }, body: JSON.stringify(update) });
     if (res.status !== 200) throw new Error(`a well-formed update was answered ${res.status}`);
   };
   await probe();
-  await waitFor(async () => h.telegram.sent(PROBE_CHAT).length >= 1 || undefined, 30_000, "the first probe's answer");
+  const answered = () => Array.from({ length: probes }, (_, i) => PROBE_CHATS + i + 1).filter((chat) => h.telegram.sent(chat).length > 0).length;
+  await waitFor(async () => answered() >= 1 || undefined, 30_000, "the first probe's answer");
   const all = targets(h, telegramUrl, milkyUrl);
   const sample = (target: Target, runs: number, seed: number): (HostileBody | string)[] =>
     target.bodies ? fc.sample(target.bodies, { numRuns: runs, seed }) : fc.sample(target.queries!, { numRuns: runs, seed });
@@ -187,12 +190,12 @@ async function run(h: Harness, _milky: FakeMilky, telegramUrl: string, milkyUrl:
     reports.push(report);
     o.log?.(`${target.name}: ${JSON.stringify(report.statuses)}${report.failures.length ? ` FAILURES ${report.failures.length}` : ""}`);
   }
-  await waitFor(async () => h.telegram.sent(PROBE_CHAT).length >= probes || undefined, 60_000, `all ${probes} probes answered`).catch(() => undefined);
+  await waitFor(async () => answered() >= probes || undefined, 60_000, `all ${probes} probes answered`).catch(() => undefined);
   const ready = (await fetch(`${h.nahida.gatewayAddress}/api/ready`)).status === 200;
   gc?.();
   return {
     targets: reports,
-    probes: { sent: probes, answered: h.telegram.sent(PROBE_CHAT).length },
+    probes: { sent: probes, answered: answered() },
     ready,
     rss: { startMb: Math.round(rssStart / 1e6), endMb: Math.round(process.memoryUsage().rss / 1e6) },
     heap: { startMb: Math.round(heapStart / 1e6), endMb: Math.round(process.memoryUsage().heapUsed / 1e6) },
