@@ -10,7 +10,7 @@ import { cronWriteEffect } from "./effects/cron-write.effect";
 import { deliverEffect } from "./effects/deliver.effect";
 import { recordTurnEffect } from "./effects/record-turn.effect";
 import { sendEventEffect } from "./effects/send-event.effect";
-import { taskLedgerEffect, type TaskLedgerOp } from "./effects/task-ledger.effect";
+import { taskLedgerEffect, taskLedgerState } from "./effects/task-ledger.effect";
 import type { Run } from "./run";
 import type { HeldEffects } from "./unit-of-work";
 
@@ -43,9 +43,6 @@ const sameRequest = (task: BackgroundTask, spec: SubagentSpec, timeoutMs: number
   task.instructions === (spec.instructions ?? null) &&
   task.contextMode === spec.context &&
   JSON.stringify(task.tools) === JSON.stringify(spec.tools ?? null);
-
-/** The tasks these ops took or stopped. */
-const takenBy = (ops: TaskLedgerOp[]) => ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : []));
 
 /** The n-th call with `key` in this run: a retried run's n-th identical call is the same one. */
 function nthCall(run: Run, key: string): string {
@@ -164,7 +161,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       return spawned;
     },
     takeResults(taskIds) {
-      const taken = new Set(takenBy([...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)]));
+      const { taken } = taskLedgerState([...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)]);
       const fresh = taskIds.filter((id) => !taken.has(id));
       if (fresh.length > 0) held.emit(taskLedgerEffect, { op: "consume", ids: fresh, by: "wait" });
       return fresh;
@@ -173,11 +170,9 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       held.emit(taskLedgerEffect, { op: "yield", sessionId, yieldId: derivedId(`${run.id}|${sessionId}|yield`) });
     },
     async openChildren() {
-      const ops = [...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)];
-      const mine = new Set(ops.flatMap((op) => (op.op === "adopt" ? op.ids : [])));
-      const done = new Set(takenBy(ops));
+      const { adopted, taken } = taskLedgerState([...run.uow.values(taskLedgerEffect), ...held.values(taskLedgerEffect)]);
       const tasks = await o.subagents.ledger.tasks.unconsumedOf(sessionId);
-      return tasks.filter((t) => t.consumedBy === null && (t.adopted || mine.has(t.id)) && !done.has(t.id));
+      return tasks.filter((t) => t.consumedBy === null && (t.adopted || adopted.has(t.id)) && !taken.has(t.id));
     },
     stopTasks(taskIds) {
       if (taskIds.length > 0) {

@@ -15,6 +15,7 @@ import {
 } from "@nahida/contracts";
 import type { PolicyRepository, RunRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import type { Logger } from "@nahida/observability";
+import { Id } from "./tool-args";
 import { defineTool, type ToolContext } from "../tool-registry";
 
 export interface SessionToolsOptions {
@@ -40,8 +41,6 @@ const VISIBILITY_TEXT: Record<SessionVisibility, string> = {
   all: "every session",
 };
 
-/** Session and event ids as the database compares them (a UUID in any case names the same row). */
-const Id = z.uuid().transform((id) => id.toLowerCase());
 
 const LIST_MAX = 100;
 const HISTORY_DEFAULT = 20;

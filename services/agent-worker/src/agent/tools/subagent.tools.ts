@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { TaskContextMode, isTerminalTask, type BackgroundTask } from "@nahida/contracts";
 import type { BackgroundTaskRepository } from "@nahida/db";
+import { Id } from "./tool-args";
 import { defineTool, type ToolContext } from "../tool-registry";
 
 export interface SubagentToolsOptions {
@@ -18,7 +19,6 @@ export const SUBAGENT_DENIED_TOOLS = ["message", "sessions_send", "agent_spawn",
 const WAIT_MAX_SECONDS = 60;
 const LIST_LIMIT = 20;
 const PREVIEW_CHARS = 300;
-const Id = z.uuid().transform((id) => id.toLowerCase());
 
 /** What the parent reads of a child. */
 function taskView(task: BackgroundTask, full: boolean) {

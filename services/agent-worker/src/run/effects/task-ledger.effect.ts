@@ -19,6 +19,18 @@ export type TaskLedgerOp =
   | { op: "yield"; sessionId: string; yieldId: string }
   | { op: "finish"; ids: string[]; outcome: TaskOutcome; abort?: boolean };
 
+/**
+ * What these ops do to tasks, read back by a run before its commit (the tools, the result
+ * kinds): the tasks it owns, the results it took or silenced, the sessions it yielded.
+ */
+export function taskLedgerState(ops: readonly TaskLedgerOp[]) {
+  return {
+    adopted: new Set(ops.flatMap((op) => (op.op === "adopt" ? op.ids : []))),
+    taken: new Set(ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : []))),
+    yielded: new Set(ops.flatMap((op) => (op.op === "yield" ? [op.sessionId] : []))),
+  };
+}
+
 export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
   name: "task_ledger",
   stage: EffectStage.tasks,
@@ -26,8 +38,7 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
     const wake: string[] = [];
     const stopTasks: TaskRef[] = [];
     const endedTasks: TerminalTaskStatus[] = [];
-    /** Tasks taken or stopped here, and yields made here: each may leave a yield with nothing left to resume it. */
-    const taken: string[] = [];
+    /** Yields made here: with the tasks taken or stopped here, each may leave a yield with nothing left to resume it. */
     const yielded: string[] = [];
     // Adoptions first: a yield in the same commit covers the children spawned beside it.
     const ops = [...values.filter((v) => v.op === "adopt"), ...values.filter((v) => v.op !== "adopt")];
@@ -38,7 +49,6 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
           break;
         case "consume":
           await env.ledger.tasks.consume(tx, value.ids, value.by, env.runId);
-          taken.push(...value.ids);
           break;
         case "yield":
           await env.ledger.tasks.yieldFor(tx, value.sessionId, value.yieldId);
@@ -53,7 +63,6 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
           if (value.outcome.consumedBy) {
             // A task that ended on its own between the stop and this commit is silenced too.
             await env.ledger.tasks.consume(tx, value.ids, value.outcome.consumedBy, env.runId);
-            taken.push(...value.ids);
           }
           break;
         }
@@ -63,6 +72,7 @@ export const taskLedgerEffect = defineEffect<TaskLedgerOp>({
         }
       }
     }
+    const taken = [...taskLedgerState(values).taken];
     if (taken.length + yielded.length > 0) {
       for (const { yieldId, parentLaneKey } of await env.ledger.tasks.resumableYields(tx, taken, yielded)) {
         const item = encodeLaneItem({ kind: "subagent_resume", yieldId });

@@ -1,23 +1,13 @@
 import { err, isTerminalTask, ok, type BackgroundTask, type SubagentResultMetadata, type TaskConsumer } from "@nahida/contracts";
 import type { BackgroundTaskRepository, NewTurn } from "@nahida/db";
 import { unanswered } from "../agent-call";
-import { taskLedgerEffect, type TaskLedgerOp } from "../effects/task-ledger.effect";
+import { taskLedgerEffect, taskLedgerState } from "../effects/task-ledger.effect";
 import type { Run } from "../run";
 import { defineLaneKind, type KindItem } from "./lane-kind";
 import { UUID, loadTasks } from "./task-rows";
 
 export interface SubagentResultKindOptions {
   tasks: BackgroundTaskRepository;
-}
-
-/** What this run did to tasks so far: what it owns, what it took, which sessions it yielded. */
-function runTaskState(run: Run) {
-  const ops: TaskLedgerOp[] = run.uow.values(taskLedgerEffect);
-  return {
-    adopted: new Set(ops.flatMap((op) => (op.op === "adopt" ? op.ids : []))),
-    taken: new Set(ops.flatMap((op) => (op.op === "consume" || (op.op === "finish" && op.outcome.consumedBy) ? op.ids : []))),
-    yielded: new Set(ops.flatMap((op) => (op.op === "yield" ? [op.sessionId] : []))),
-  };
 }
 
 /** A result as the parent's event turn; the status is the runtime's. */
@@ -29,7 +19,8 @@ function resultTurn(task: BackgroundTask, by: TaskConsumer): NewTurn {
 
 /** Takes results for the run: each once, recorded in its commit, told to its parent session in one agent call per session. */
 function resultTaker(run: Run) {
-  const state = runTaskState(run);
+  // What this run did to tasks so far; `taken` grows as this kind takes results.
+  const state = taskLedgerState(run.uow.values(taskLedgerEffect));
   /** Turns to tell each parent session, in the order their results are taken. */
   const tell = new Map<string, NewTurn[]>();
   return {
@@ -66,7 +57,7 @@ function resultTaker(run: Run) {
  */
 export function subagentResultKind(o: SubagentResultKindOptions) {
   /** The yield `task` waits in, with the rest of its tasks; null when its parent did not yield for it. */
-  async function yieldGroup(task: BackgroundTask, state: ReturnType<typeof runTaskState>): Promise<BackgroundTask[] | null> {
+  async function yieldGroup(task: BackgroundTask, state: ReturnType<typeof taskLedgerState>): Promise<BackgroundTask[] | null> {
     // A yield of this run covers every owned result of the session nobody took (as its commit will write it).
     if (state.yielded.has(task.parentSessionId)) {
       const open = await o.tasks.unconsumedOf(task.parentSessionId);
