@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
-const besideCode = ["libs/**/*.test.ts", "channels/**/*.test.ts", "services/**/*.test.ts"];
+const besideCode = ["libs/**/*.test.ts", "channels/**/*.test.ts", "plugins/**/*.test.ts", "services/**/*.test.ts", "examples/**/*.test.ts"];
 /** A test beside its code that needs Postgres or Redis is named `*.int.test.ts`. */
 const needsInfrastructure = "**/*.int.test.ts";
 

@@ -205,6 +205,16 @@ describe("nahida CLI", { timeout: 240_000 }, () => {
     expect(listed.stdout).toMatch(/milky \(account 10001\)[^\n]*\n  reason: the event nested deeper than 64 levels\n  event:  \{"event_type":"message_receive"\}\n1-1 of 1 events\n$/);
   });
 
+  it("lists the plugins, and prints a plugin's config block for its plugin.yaml", async () => {
+    const listed = await nahida(["plugins", "list"], env);
+    expect(listed.stderr).toBe("");
+    expect(listed.stdout).toMatch(/^core 0\.1\.0 \(bundled\)  Core tools and commands\n  provides:    tool current_time, .*\/help.*\n  permissions: workspace read; send \*; cron; sessions; chat; ledger read\n/);
+    expect(listed.stdout).toContain("telegram 0.1.0 (bundled)  Telegram\n  provides:    channel telegram (http-client, http-server)\n  permissions: none");
+    const schema = await nahida(["plugins", "schema", "examples/plugins/weather"], env);
+    expect(schema.stderr).toBe("");
+    expect(schema.stdout).toMatch(/^config:\n  type: object\n  properties:\n    forecast_url:\n/);
+  });
+
   it("reads and replaces the send policy from a file", async () => {
     expect(JSON.parse((await nahida(["policy", "get"], env)).stdout)).toEqual({ default: "allow", rules: [] });
     const file = join(h.workspaceDir, "policy.json");

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { formatEnvIssues, parseEnv } from "@nahida/config";
-import { launcherEnvSchema, startNahida } from "@nahida/launcher";
+import { formatEnvIssues } from "@nahida/config";
+import { readLauncherEnv, startNahida } from "@nahida/launcher";
 import { createLogger } from "@nahida/observability";
 import { createRedis } from "@nahida/queue";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
@@ -91,7 +91,7 @@ describe("a second bot whose token Telegram rejects", () => {
     url.pathname = `/nahida_t_${uniqueName("two_bots_reject")}`;
     const prefix = testQueuePrefix("two_bots_reject");
     try {
-      const parsed = parseEnv(launcherEnvSchema, {
+      const parsed = await readLauncherEnv({
         DATABASE_URL: url.toString(),
         REDIS_URL: TEST_REDIS_URL,
         NAHIDA_QUEUE_PREFIX: prefix,

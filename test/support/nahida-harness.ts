@@ -1,8 +1,8 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { formatEnvIssues, parseEnv } from "@nahida/config";
-import { launcherEnvSchema, startNahida, type NahidaExtensions, type RunningNahida } from "@nahida/launcher";
+import { formatEnvIssues } from "@nahida/config";
+import { readLauncherEnv, startNahida, type NahidaExtensions, type RunningNahida } from "@nahida/launcher";
 import { createLogger } from "@nahida/observability";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
@@ -34,7 +34,7 @@ export async function startHarness(label: string, env: Record<string, string> = 
   const url = new URL(TEST_POSTGRES_URL);
   url.pathname = `/nahida_t_${uniqueName(label)}`;
   const prefix = testQueuePrefix(label);
-  const parsed = parseEnv(launcherEnvSchema, {
+  const parsed = await readLauncherEnv({
     DATABASE_URL: url.toString(),
     REDIS_URL: TEST_REDIS_URL,
     NAHIDA_QUEUE_PREFIX: prefix,

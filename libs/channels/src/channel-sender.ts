@@ -55,6 +55,7 @@ export class ChannelRegistry {
   private readonly senders = new Map<string, ChannelSender>();
 
   register(sender: ChannelSender): this {
+    if (this.senders.has(sender.channel)) throw new Error(`channel ${sender.channel} is registered twice`);
     this.senders.set(sender.channel, sender);
     return this;
   }

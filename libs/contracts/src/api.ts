@@ -182,3 +182,36 @@ export const QuarantineList = z
   .object({ events: z.array(QuarantinedEventView), total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
   .meta({ id: "QuarantineList" });
 export type QuarantineList = z.infer<typeof QuarantineList>;
+
+/** One loaded plugin (`GET /api/plugins`): what it provides and what its manifest lets it do. */
+export const PluginView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    version: z.string(),
+    description: z.string().nullable(),
+    /** Shipped with the host rather than named in NAHIDA_PLUGINS. */
+    bundled: z.boolean(),
+    nahida: z.string().describe("the host versions it runs on (semver range)"),
+    sdk: z.string().describe("the plugin API versions it was written for (semver range)"),
+    provides: z.object({
+      tools: z.array(z.string()),
+      commands: z.array(z.string()),
+      channels: z.array(z.object({ kind: z.string(), transports: z.array(z.string()) })),
+    }),
+    permissions: z.object({
+      network: z.array(z.string()),
+      workspace: z.string(),
+      send: z.array(z.string()),
+      cron: z.boolean(),
+      sessions: z.boolean(),
+      chat: z.boolean(),
+      ledger: z.string(),
+    }),
+    config: z.record(z.string(), z.unknown()).nullable().describe("the JSON Schema of its configuration"),
+  })
+  .meta({ id: "Plugin" });
+export type PluginView = z.infer<typeof PluginView>;
+
+export const PluginList = z.object({ plugins: z.array(PluginView) }).meta({ id: "PluginList" });
+export type PluginList = z.infer<typeof PluginList>;

@@ -37,6 +37,9 @@ export type CronSessionMode = z.infer<typeof CronSessionMode>;
  * - `notify`: sends `text` (and attachments) to the target through the outbox.
  * - `agent_turn`: puts `prompt` into a session's lane as a scheduled event; the answer goes
  *   to the target when `deliver` is true (HEARTBEAT_OK and NO_REPLY send nothing).
+ * - `command`: runs a chat command of the deployment (`/weather Berlin`, a plugin's or a
+ *   built-in one) in the target chat, with no sender roles and without changing the chat;
+ *   its answer goes to the target when `deliver` is true.
  */
 export const CronPayload = z.discriminatedUnion("kind", [
   z.strictObject({
@@ -48,6 +51,11 @@ export const CronPayload = z.discriminatedUnion("kind", [
     kind: z.literal("agent_turn"),
     prompt: noNul(z.string().trim().min(1).max(20_000)),
     session: CronSessionMode.default("main"),
+    deliver: z.boolean().default(true),
+  }),
+  z.strictObject({
+    kind: z.literal("command"),
+    command: noNul(z.string().trim().min(2).max(2_000).regex(/^\/[A-Za-z]/, "must be a chat command such as /weather Berlin")),
     deliver: z.boolean().default(true),
   }),
 ]);

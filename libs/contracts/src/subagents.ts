@@ -170,3 +170,10 @@ export type TaskList = z.infer<typeof TaskList>;
 /** `POST /api/tasks/:id/stop`: `stopped` when this request ended it, else the state it had already reached. */
 export const TaskStopped = z.object({ task_id: z.uuid(), stopped: z.boolean(), status: TaskStatus }).meta({ id: "TaskStopped" });
 export type TaskStopped = z.infer<typeof TaskStopped>;
+
+/** Why a spawn was refused: the parent session is gone, the run lost its lane, the run's cap of children is reached, or the calling plugin may not start sub-agents. */
+export type SpawnRefusal =
+  | { reason: "parent_gone"; message: string }
+  | { reason: "run_lost"; message: string }
+  | { reason: "children_cap"; message: string }
+  | { reason: "forbidden"; message: string };

@@ -6,6 +6,7 @@ import {
   parseChatAddress,
   type Clock,
   type CronCreateRequest,
+  type CronPayload,
   type CronUpdateRequest,
   type ErrorCode,
   type Result,
@@ -217,7 +218,7 @@ export class CronJobs {
       // A manual run stands beside the schedule (the unique slot key leaves manual runs out):
       // its slot is when it was asked for.
       const runId = randomUUID();
-      const kind = (job.payload as { kind: "notify" | "agent_turn" }).kind;
+      const kind = (job.payload as { kind: CronPayload["kind"] }).kind;
       await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: this.o.clock.now(), kind, status: "claimed", manual: true, jobVersion: job.version }], tx);
       return ok({ runId });
     });

@@ -1,12 +1,7 @@
-import { err, ok, type AgentRunExecutor, type BackgroundTask, type Result, type TaskRef, type TerminalTaskStatus } from "@nahida/contracts";
+import { err, ok, type AgentRunExecutor, type BackgroundTask, type Result, type SpawnRefusal, type TaskRef, type TerminalTaskStatus } from "@nahida/contracts";
 import type { BackgroundTaskRepository, Database, FinishedTask, NewTask, TaskOutcome, Tx } from "@nahida/db";
 
 /** Why a spawn was refused; `reason` labels the refusal metric. */
-export type SpawnRefusal =
-  | { reason: "parent_gone"; message: string }
-  | { reason: "run_lost"; message: string }
-  | { reason: "children_cap"; message: string };
-
 export interface TaskLedgerOptions {
   db: Pick<Database, "prisma">;
   tasks: BackgroundTaskRepository;

@@ -19,11 +19,7 @@ export const agentWorkerEnvSchema = z.object({
   AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** The old name of NAHIDA_LEASE_MS, still read when that is unset. Shim: removed in 0.2.0. */
   LANE_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).optional(),
-  /** Which cron jobs the agent's cron tools reach: `chat` (the current chat's) or `all`. */
-  AGENT_CRON_SCOPE: z.enum(["chat", "all"]).default("chat"),
-  /** Which sessions the session tools see and send to: `self`, `tree` (own and children) or `all`. */
-  AGENT_SESSION_VISIBILITY: z.enum(["self", "tree", "all"]).default("tree"),
-  /** The loop guard: agent events between sessions chain at most this deep. */
+  /** The loop guard: agent events between sessions chain at most this deep, whichever plugin's tool sends them. */
   AGENT_EVENT_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(5),
   /** Sub-agents one run of a main session may start (docs/subagents.md). */
   AGENT_SUBAGENT_MAX_CHILDREN: z.coerce.number().int().min(1).max(50).default(5),

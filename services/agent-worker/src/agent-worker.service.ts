@@ -1,6 +1,6 @@
 import type { Telemetry } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Clock, Readiness, RecoveryTimings, SessionVisibility } from "@nahida/contracts";
+import type { Clock, Readiness, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneRuntime, LaneStore, laneInterruptChannel, laneSupersedeChannel, readSupersede, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
@@ -10,14 +10,8 @@ import { every, type Periodic, type TypedQueue } from "@nahida/queue";
 import { TaskLedger, localExecutor } from "@nahida/tasks";
 import { createAgentLoop } from "./agent/agent-loop";
 import type { LlmClient } from "./agent/llm.client";
-import { ToolRegistry, type ToolDefinition } from "./agent/tool-registry";
-import { cronTools, type CronToolScope } from "./agent/tools/cron.tools";
-import { sessionTools } from "./agent/tools/session.tools";
-import { subagentTools } from "./agent/tools/subagent.tools";
-import { currentTimeTool } from "./agent/tools/current-time.tool";
-import { workspaceReadTool } from "./agent/tools/workspace-read.tool";
-import { builtinCommands } from "./commands/builtin.commands";
-import type { CommandContext } from "./commands/command-context";
+import type { CommandContext, CommandDefinition, ToolDefinition } from "@nahida/plugin-sdk";
+import { ToolRegistry } from "./agent/tool-registry";
 import { CommandRouter } from "./commands/command-router";
 import { createContextBuilder } from "./context/context-builder";
 import { createEnvelopeRenderer } from "./context/envelope";
@@ -29,15 +23,11 @@ import type { SubagentLimits } from "./run/tool-outbox";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
-  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "policies" | "runs" | "tasks">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "runs" | "tasks">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
   /** Checks the cron jobs the agent's tools and `/cron` create and edit. */
   cronJobs: CronJobs;
-  /** Which jobs the cron tools reach: this chat's (default) or any target's. */
-  cronToolScope?: CronToolScope;
-  /** Which sessions the session tools see and send to (default `tree`: own and children). */
-  sessionVisibility?: SessionVisibility;
   /** The loop guard: the longest chain of agent events between sessions (default 5). */
   maxEventDepth?: number;
   /** Sub-agent limits (docs/subagents.md); `maxRunning` must be the same on every replica. Defaults: 5 children a run, 8 running, 900 s. */
@@ -60,8 +50,10 @@ export interface AgentWorkerOptions {
   concurrency: number;
   /** Lane lease, job locks and sweeps, all from one lease (`recoveryTimings`). */
   timings: RecoveryTimings;
-  /** Tools beyond the built-in ones (a deployment's own). */
-  tools?: ToolDefinition[];
+  /** Every tool the model may call: the plugins' (the core plugin's built-ins among them). */
+  tools: readonly ToolDefinition[];
+  /** Every chat command: the plugins'. */
+  commands: readonly CommandDefinition<CommandContext>[];
   /** Lane item kinds beyond the built-in ones (a deployment's own; docs/run.md). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own row type
   laneKinds?: LaneKind<any>[];
@@ -87,7 +79,7 @@ const SUBAGENT_DEFAULTS = { maxChildren: 5, maxRunning: 8, timeoutMs: 900_000, f
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const { inbound, sessions, turns, cron, events, policies, runs, tasks } = o.repositories;
+  const { inbound, sessions, turns, cron, events, runs, tasks } = o.repositories;
   const subagents = { ...SUBAGENT_DEFAULTS, ...o.subagents };
   const ledger =
     o.subagents?.ledger ??
@@ -114,13 +106,8 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     return redis;
   };
 
-  const tools = new ToolRegistry().register(currentTimeTool({ defaultTimeZone: o.timeZone }));
-  if (o.workspaceDir) tools.register(workspaceReadTool({ workspaceDir: o.workspaceDir }));
-  tools.register(...cronTools({ cron, scope: o.cronToolScope ?? "chat" }));
-  tools.register(...sessionTools({ events, sessions, turns, policies, runs, visibility: o.sessionVisibility ?? "tree", maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH, logger }));
-  tools.register(...subagentTools({ tasks, toolNames: () => tools.names() }));
-  tools.register(...(o.tools ?? []));
-  const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...builtinCommands);
+  const tools = new ToolRegistry().register(...o.tools);
+  const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...o.commands);
   const model = o.llm?.model ?? null;
   const kinds = new LaneKinds().register(
     ...builtinLaneKinds({ inbound, cron, events, sessions, tasks, commands, cronJobs: o.cronJobs, redis: o.redis, prefix: o.prefix, model }),
@@ -145,6 +132,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       cronJobs: o.cronJobs,
       sessionEvents,
       subagents: { ...subagents, ledger },
+      maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH,
     }),
     effects: { outbox: o.outbox, sessions, turns, events, sessionEvents, cron, cronJobs: o.cronJobs, lanes: laneStore, ledger },
     turns,

@@ -1,7 +1,6 @@
 export * from "./agent-worker.env";
 export * from "./agent-worker.service";
 export * from "./agent/llm.client";
-export { defineTool, type ToolContext, type ToolDefinition, type ToolOutbox } from "./agent/tool-registry";
 export { defineLaneKind, type KindItem, type LaneKind } from "./run/kinds";
 export { defineEffect, EffectStage, type EffectEnv, type EffectKind } from "./run/effects/effect";
 export type { Run, AnswerRoute } from "./run/run";

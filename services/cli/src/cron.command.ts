@@ -6,9 +6,11 @@ import { UsageError } from "./usage-error";
 import { idArgument, wholeNumber } from "./cli-args";
 
 export const CRON_USAGE = `  cron create --name NAME --target ADDRESS (--cron EXPR [--tz ZONE] | --every DURATION | --at ISO)
-              (--text TEXT | --prompt TEXT [--session main|isolated|named:KEY] [--no-deliver])
+              (--text TEXT | --prompt TEXT [--session main|isolated|named:KEY] [--no-deliver]
+               | --command "/NAME ARGS" [--no-deliver])
               [--missed skip|run_once] [--max-runs N] [--end-at ISO] [--jitter DURATION] [--disabled]
-                                  schedule a notification or an agent turn (DURATION: 90s, 5m, 2h, 1d or ms)
+                                  schedule a notification, an agent turn or a chat command
+                                  (DURATION: 90s, 5m, 2h, 1d or ms)
   cron list [--target ADDRESS] [--enabled true|false]
   cron get <id>                   a job with its next and last run
   cron update <id> [the create options; --enabled / --disabled]
@@ -25,6 +27,7 @@ const jobOptions = {
   at: { type: "string" },
   text: { type: "string" },
   prompt: { type: "string" },
+  command: { type: "string" },
   session: { type: "string" },
   "no-deliver": { type: "boolean" },
   missed: { type: "string" },
@@ -50,7 +53,9 @@ type JobValues = { [K in keyof typeof jobOptions]?: (typeof jobOptions)[K]["type
 function jobFields(values: JobValues): z.input<typeof CronUpdateRequest> {
   const schedules = [values.cron, values.every, values.at].filter((v) => v !== undefined);
   if (schedules.length > 1) throw new UsageError("give one of --cron, --every, --at");
-  if (values.text !== undefined && values.prompt !== undefined) throw new UsageError("give --text (a notification) or --prompt (an agent turn), not both");
+  if ([values.text, values.prompt, values.command].filter((v) => v !== undefined).length > 1) {
+    throw new UsageError("give one of --text (a notification), --prompt (an agent turn) or --command (a chat command)");
+  }
   if (values.enabled && values.disabled) throw new UsageError("give --enabled or --disabled, not both");
   const schedule =
     values.cron !== undefined
@@ -65,7 +70,9 @@ function jobFields(values: JobValues): z.input<typeof CronUpdateRequest> {
       ? { kind: "notify" as const, text: values.text }
       : values.prompt !== undefined
         ? { kind: "agent_turn" as const, prompt: values.prompt, ...(values.session ? { session: values.session } : {}), deliver: !values["no-deliver"] }
-        : undefined;
+        : values.command !== undefined
+          ? { kind: "command" as const, command: values.command, deliver: !values["no-deliver"] }
+          : undefined;
   return {
     ...(values.name !== undefined ? { name: values.name } : {}),
     ...(values.target !== undefined ? { target: values.target } : {}),

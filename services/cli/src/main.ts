@@ -9,6 +9,7 @@ import { POLICY_USAGE, policyCommand } from "./policy.command";
 import { SESSIONS_USAGE, sessionsCommand } from "./sessions.command";
 import { TASKS_USAGE, tasksCommand } from "./tasks.command";
 import { INBOUND_USAGE, inboundCommand } from "./inbound.command";
+import { PLUGINS_USAGE, pluginsCommand } from "./plugins.command";
 import { UsageError } from "./usage-error";
 
 const USAGE = `Usage: nahida <command> [options]
@@ -20,6 +21,7 @@ ${DELIVERIES_USAGE}
 ${SESSIONS_USAGE}
 ${TASKS_USAGE}
 ${INBOUND_USAGE}
+${PLUGINS_USAGE}
 ${POLICY_USAGE}
   tokens create --name NAME --scopes send,read,cron,admin
                                   create an API token (the secret is printed once)
@@ -130,6 +132,8 @@ async function main(argv: string[]): Promise<void> {
       return print(await tasksCommand(api, rest));
     case "inbound":
       return print(await inboundCommand(api, rest));
+    case "plugins":
+      return print(await pluginsCommand(api, rest));
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { ApiTokenRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
@@ -14,6 +15,7 @@ import { cronRoutes } from "./routes/cron/cron.route";
 import { deliveryRoutes, type DeliveryRouteOptions } from "./routes/deliveries/deliveries.route";
 import { healthRoutes, type ReadinessProbe } from "./routes/health/health.route";
 import { sendRoutes } from "./routes/send/send.route";
+import { pluginRoutes } from "./routes/plugins/plugins.route";
 import { policyRoutes } from "./routes/policy/policy.route";
 import { sessionEventRoutes, type SessionEventRouteOptions } from "./routes/sessions/session-events.route";
 import { sessionRoutes } from "./routes/sessions/sessions.route";
@@ -48,6 +50,8 @@ export interface ApiOptions {
   rateLimitPerMinute: number;
   /** How long a token lookup is trusted; a revocation on another replica takes effect within it. Default 5 s. */
   tokenCacheMs?: number;
+  /** The loaded plugins (`GET /api/plugins`). */
+  plugins: readonly PluginView[];
   /** bull-board under `/admin/queues` for admin tokens; off without it. */
   queueDashboard?: { queues: readonly Queue[]; readOnly: boolean };
 }
@@ -85,6 +89,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(quarantineRoutes, { quarantine: api.quarantine });
   await fastify.register(policyRoutes, { policies: api.policies });
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
+  await fastify.register(pluginRoutes, { plugins: api.plugins });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
   if (api.queueDashboard) {
     await fastify.register(queueDashboardRoutes, { ...api.queueDashboard, tokens: tokenCache, redis: api.redis, keyPrefix: api.prefix });

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
 import type { Outbox, SessionEvents } from "@nahida/outbox";
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   bootstrapToken?: string;
   /** Serves `/metrics` from this registry (`NahidaMetrics`). */
   metrics?: MetricsRouteOptions;
+  /** The loaded plugins, for `GET /api/plugins`. */
+  plugins: readonly PluginView[];
 }
 
 export interface RunningGateway {
@@ -72,6 +75,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       rateLimitPerMinute: options.rateLimitPerMinute,
       send: createSendService({ outbox: options.outbox }),
       retryDelivery: (id) => options.outbox.retry(id),
+      plugins: options.plugins,
       ...(options.dashboard ? { queueDashboard: options.dashboard } : {}),
     },
   });

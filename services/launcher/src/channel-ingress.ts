@@ -1,7 +1,6 @@
-import { ChannelStartError, type ChannelIngressDeps, type ChannelInstance, type RunningChannelIngress } from "@nahida/channels";
+import { ChannelStartError, type ChannelIngressDeps, type ChannelInstance, type ChannelModule, type RunningChannelIngress } from "@nahida/channels";
 import type { Readiness } from "@nahida/contracts";
 import { ingressKind, instanceEnvPrefix, type IngressServiceName } from "./channel-instances.env";
-import { channelModule } from "./channel-modules";
 import { PreflightError } from "./preflight";
 
 /**
@@ -11,11 +10,11 @@ import { PreflightError } from "./preflight";
  */
 export async function startChannelIngress(
   service: IngressServiceName,
+  module: ChannelModule,
   instances: readonly ChannelInstance[],
   deps: ChannelIngressDeps,
 ): Promise<{ stop(): Promise<void>; readiness(): Promise<Readiness> }> {
   const kind = ingressKind(service);
-  const module = channelModule(kind);
   const started: RunningChannelIngress[] = [];
   const names: string[] = [];
   const stop = async () => {

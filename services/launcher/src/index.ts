@@ -1,6 +1,5 @@
 export * from "./channel-ingress";
 export * from "./channel-instances.env";
-export * from "./channel-modules";
 export * from "./launcher.env";
 export * from "./nahida";
 export * from "./preflight";

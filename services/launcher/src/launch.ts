@@ -1,6 +1,6 @@
-import { formatEnvIssues, parseEnv } from "@nahida/config";
+import { formatEnvIssues } from "@nahida/config";
 import { createLogger } from "@nahida/observability";
-import { launcherEnvSchema } from "./launcher.env";
+import { readLauncherEnv } from "./launcher.env";
 import { startNahida } from "./nahida";
 import { PreflightError } from "./preflight";
 import type { Tracing } from "./tracing";
@@ -18,7 +18,7 @@ export interface EarlySignals {
  * started holds more than a SIGKILL would leave behind).
  */
 export async function launch(tracing: Tracing | null, signals?: EarlySignals): Promise<void> {
-  const parsed = parseEnv(launcherEnvSchema, process.env);
+  const parsed = await readLauncherEnv(process.env);
   if (!parsed.ok) {
     process.stderr.write(`${formatEnvIssues(parsed.error)}\n`);
     process.exit(1);

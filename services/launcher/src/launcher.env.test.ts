@@ -1,19 +1,27 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatEnvIssues, parseEnv } from "@nahida/config";
 import { instanceEnvPrefix } from "./channel-instances.env";
-import { launcherEnvSchema } from "./launcher.env";
+import { launcherEnvSchema, readLauncherEnv } from "./launcher.env";
+
+// The channel kinds come from the bundled plugins, loaded once.
+let launcherSchema: ReturnType<typeof launcherEnvSchema>;
+beforeAll(async () => {
+  const loaded = await readLauncherEnv({});
+  if (!loaded.ok) throw new Error(formatEnvIssues(loaded.error));
+  launcherSchema = launcherEnvSchema(loaded.value.plugins.channels());
+});
 
 const MAIN = "7000000001:main-token";
 const SUPPORT = "7000000002:support-token";
 
 function issues(env: Record<string, string>): string[] {
-  const parsed = parseEnv(launcherEnvSchema, env);
+  const parsed = parseEnv(launcherSchema, env);
   if (parsed.ok) throw new Error(`expected issues, got ${JSON.stringify(parsed.value.channels)}`);
   return formatEnvIssues(parsed.error).split("\n").slice(1);
 }
 
 function parsed(env: Record<string, string>) {
-  const result = parseEnv(launcherEnvSchema, env);
+  const result = parseEnv(launcherSchema, env);
   if (!result.ok) throw new Error(formatEnvIssues(result.error));
   return result.value;
 }
@@ -143,5 +151,29 @@ describe("launcher environment: Milky instances", () => {
       "  QQ_BASE_URL: is the same Milky implementation as MILKY_BASE_URL",
       "  QQ_ACCESS_TOKEN: is required when QQ_EVENT_TRANSPORT=webhook (pushes are checked against it)",
     ]);
+  });
+});
+
+describe("launcher environment: plugins", () => {
+  it("reports a plugin refused at start as one line among the bad variables", async () => {
+    const result = await readLauncherEnv({ NAHIDA_PLUGINS: "./nowhere, ./examples/plugins/weather", REDIS_URL: "nonsense", PLUGIN_WEATHER_FORECAST_URL: "not a url" });
+    if (result.ok) throw new Error("expected issues");
+    expect(formatEnvIssues(result.error).split("\n").slice(1)).toEqual([
+      "  REDIS_URL: must be a URL like redis://127.0.0.1:6379",
+      "  NAHIDA_PLUGINS: plugin ./nowhere: no directory ./nowhere",
+    ]);
+    // Once the list is right, the plugin's own variables are checked by its schema.
+    const config = await readLauncherEnv({ NAHIDA_PLUGINS: "./examples/plugins/weather", PLUGIN_WEATHER_FORECAST_URL: "not a url" });
+    if (config.ok) throw new Error("expected issues");
+    expect(formatEnvIssues(config.error).split("\n").slice(1)).toEqual(["  PLUGIN_WEATHER_FORECAST_URL: plugin weather: Invalid URL"]);
+  });
+
+  it("takes every channel kind, tool and command from the plugins", async () => {
+    const result = await readLauncherEnv({ NAHIDA_PLUGINS: "./examples/plugins/weather" });
+    if (!result.ok) throw new Error(formatEnvIssues(result.error));
+    const { plugins } = result.value;
+    expect(plugins.channels().map((c) => c.kind)).toEqual(["telegram", "milky"]);
+    expect(plugins.tools().map((t) => t.name)).toEqual(expect.arrayContaining(["current_time", "sessions_send", "weather_now"]));
+    expect(plugins.commands().map((c) => c.name)).toEqual(expect.arrayContaining(["help", "cron", "weather"]));
   });
 });

@@ -1,9 +1,14 @@
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { baseEnvSchema, port, positiveMs } from "@nahida/config";
+import { baseEnvSchema, parseEnv, port, positiveMs, type EnvIssue } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
+import type { ChannelModule } from "@nahida/channels";
+import { err, ok, type Result } from "@nahida/contracts";
 import { gatewayEnvSchema } from "@nahida/gateway";
+import { loadPlugins, type LoadedPlugins, type PluginEntry } from "@nahida/plugins";
 import { schedulerEnvSchema } from "@nahida/scheduler";
-import { CHANNEL_MODULES } from "./channel-modules";
 import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 import { tracingEnvSchema, tracingOn } from "./tracing.env";
 
@@ -11,27 +16,24 @@ export type ServiceName = "gateway" | "agent-worker" | "delivery" | "scheduler" 
 
 export const isIngressService = (name: ServiceName): name is IngressServiceName => name.startsWith("ingress-");
 
-/** Every service this process can run, in start order; NAHIDA_SERVICES picks a subset. */
-export const SERVICE_NAMES: readonly ServiceName[] = [
-  "gateway",
-  ...CHANNEL_MODULES.map((m) => ingressServiceName(m.kind)),
-  "scheduler",
-  "agent-worker",
-  "delivery",
-];
+/** Every service this process can run with these channel kinds, in start order; NAHIDA_SERVICES picks a subset. */
+export function serviceNames(modules: readonly ChannelModule[]): ServiceName[] {
+  return ["gateway", ...modules.map((m) => ingressServiceName(m.kind)), "scheduler", "agent-worker", "delivery"];
+}
 
-const serviceList = z.string().transform((value, ctx) => {
-  const names = value.split(",").map((s) => s.trim()).filter(Boolean);
-  const unknown = names.filter((n) => !(SERVICE_NAMES as readonly string[]).includes(n));
-  if (unknown.length > 0 || names.length === 0) {
-    ctx.addIssue({
-      code: "custom",
-      message: `unknown service ${unknown.join(", ") || "(empty list)"}; known: ${SERVICE_NAMES.join(", ")}`,
-    });
-    return z.NEVER;
-  }
-  return [...new Set(names)] as ServiceName[];
-});
+const serviceList = (known: readonly ServiceName[]) =>
+  z.string().transform((value, ctx) => {
+    const names = value.split(",").map((s) => s.trim()).filter(Boolean);
+    const unknown = names.filter((n) => !(known as readonly string[]).includes(n));
+    if (unknown.length > 0 || names.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown service ${unknown.join(", ") || "(empty list)"}; known: ${known.join(", ")}`,
+      });
+      return z.NEVER;
+    }
+    return [...new Set(names)] as ServiceName[];
+  });
 
 /** The variables of fixed names; channel instances add their prefixed ones. */
 const fixedEnvSchema = z.object({
@@ -40,8 +42,10 @@ const fixedEnvSchema = z.object({
   ...agentWorkerEnvSchema.shape,
   ...schedulerEnvSchema.shape,
   ...tracingEnvSchema.shape,
-  /** Default: every service that is configured (`ingress-<kind>` needs an instance of that kind). */
-  NAHIDA_SERVICES: serviceList.optional(),
+  /** Default: every service that is configured (`ingress-<kind>` needs an instance of that kind); checked against the plugins' channel kinds. */
+  NAHIDA_SERVICES: z.string().optional(),
+  /** Plugins beyond the bundled ones: npm package names or directories (`./plugins/weather`), comma-separated. */
+  NAHIDA_PLUGINS: z.string().optional(),
   /** Platform sends running at the same time in one delivery process. */
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** How long a delivery waits, from its creation, while its platform refuses every send (a logged-out Milky account) before it fails. Default 1 hour. */
@@ -55,25 +59,83 @@ const fixedEnvSchema = z.object({
 });
 
 /**
- * The whole launcher environment. Channel variables have instance-dependent names
- * (NAHIDA_CHANNELS), so the record is read as a whole and both parts are checked even when
- * the other fails: every bad variable is reported at once.
+ * The whole launcher environment for these channel kinds. Channel variables have
+ * instance-dependent names (NAHIDA_CHANNELS), so the record is read as a whole and both
+ * parts are checked even when the other fails: every bad variable is reported at once.
  */
-export const launcherEnvSchema = z.record(z.string(), z.string()).transform((raw, ctx) => {
-  const fixed = fixedEnvSchema.safeParse(raw);
-  for (const issue of fixed.error?.issues ?? []) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
-  const services = serviceList.safeParse(raw.NAHIDA_SERVICES).data;
-  const { channels, issues } = resolveChannelInstances({ modules: CHANNEL_MODULES, env: raw, ...(services ? { services } : {}) });
-  for (const issue of issues) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
-  if (!fixed.success || issues.length > 0) return z.NEVER;
-  const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
-  return {
-    ...fixed.data,
-    NAHIDA_SERVICES: fixed.data.NAHIDA_SERVICES ?? SERVICE_NAMES.filter(hasInstance),
-    /** Whether this process traces (OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT set); the launcher starts the SDK then. */
-    tracing: tracingOn(fixed.data),
-    /** The channel instances, in NAHIDA_CHANNELS order; their names are the channels of ChatAddresses. */
-    channels,
-  };
-});
-export type LauncherEnv = z.infer<typeof launcherEnvSchema>;
+export function launcherEnvSchema(modules: readonly ChannelModule[]) {
+  const known = serviceNames(modules);
+  return z.record(z.string(), z.string()).transform((raw, ctx) => {
+    const fixed = fixedEnvSchema.safeParse(raw);
+    for (const issue of fixed.error?.issues ?? []) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+    const listed = raw.NAHIDA_SERVICES === undefined ? undefined : serviceList(known).safeParse(raw.NAHIDA_SERVICES);
+    for (const issue of listed?.error?.issues ?? []) ctx.addIssue({ code: "custom", path: ["NAHIDA_SERVICES"], message: issue.message });
+    const services = listed?.data;
+    const { channels, issues } = resolveChannelInstances({ modules, env: raw, ...(services ? { services } : {}) });
+    for (const issue of issues) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
+    if (!fixed.success || listed?.success === false || issues.length > 0) return z.NEVER;
+    const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
+    return {
+      ...fixed.data,
+      NAHIDA_SERVICES: services ?? known.filter(hasInstance),
+      /** Whether this process traces (OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT set); the launcher starts the SDK then. */
+      tracing: tracingOn(fixed.data),
+      /** The channel instances, in NAHIDA_CHANNELS order; their names are the channels of ChatAddresses. */
+      channels,
+    };
+  });
+}
+
+export type LauncherEnv = z.infer<ReturnType<typeof launcherEnvSchema>> & {
+  /** The loaded plugins: every tool, command and channel kind of this deployment. */
+  plugins: LoadedPlugins;
+};
+
+const launcherPackage = createRequire(import.meta.url)("../package.json") as {
+  version: string;
+  nahida: { bundledPlugins: { package: string; envPrefix?: string }[] };
+};
+
+/** The host version plugins' `nahida` ranges are checked against. */
+export const HOST_VERSION = launcherPackage.version;
+
+/** The plugins shipped with the host (this package's `nahida.bundledPlugins`), resolved from this package. */
+const BUNDLED_PLUGINS: PluginEntry[] = launcherPackage.nahida.bundledPlugins.map((p) => ({
+  spec: p.package,
+  bundled: true,
+  from: dirname(fileURLToPath(import.meta.url)),
+  ...(p.envPrefix ? { envPrefix: p.envPrefix } : {}),
+}));
+
+export interface ReadLauncherEnvOptions {
+  /** Where NAHIDA_PLUGINS paths and package names are resolved from (default: the working directory). */
+  baseDir?: string;
+}
+
+/**
+ * Loads the plugins (the bundled ones, then NAHIDA_PLUGINS) and reads the environment with
+ * the channel kinds they provide. A plugin refused at start is one line among the bad
+ * variables, `NAHIDA_PLUGINS: plugin <id>: <reason>`, and no plugin code has run when a
+ * manifest was refused. Channel variables and NAHIDA_SERVICES depend on the plugins' channel
+ * kinds, so while a plugin is refused only the fixed variables are checked beside it.
+ */
+export async function readLauncherEnv(env: Record<string, string | undefined>, options: ReadLauncherEnvOptions = {}): Promise<Result<LauncherEnv, EnvIssue[]>> {
+  // Empty strings mean "unset", as in docker-compose files and shell exports.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== "")) as Record<string, string>;
+  const listed = (cleaned.NAHIDA_PLUGINS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const loaded = await loadPlugins({
+    entries: [...BUNDLED_PLUGINS, ...listed.map((spec) => ({ spec, bundled: false }))],
+    baseDir: options.baseDir ?? process.cwd(),
+    env: cleaned,
+    hostVersion: HOST_VERSION,
+    timeZone: cleaned.NAHIDA_TIMEZONE ?? "UTC",
+    ...(cleaned.NAHIDA_WORKSPACE_DIR ? { workspaceDir: cleaned.NAHIDA_WORKSPACE_DIR } : {}),
+  });
+  if (!loaded.ok) {
+    const fixed = parseEnv(fixedEnvSchema, cleaned);
+    const pluginIssues = loaded.error.map((i) => ({ variable: i.variable ?? "NAHIDA_PLUGINS", message: `plugin ${i.plugin}: ${i.message}` }));
+    return err([...(fixed.ok ? [] : fixed.error), ...pluginIssues]);
+  }
+  const parsed = parseEnv(launcherEnvSchema(loaded.value.channels()), cleaned);
+  return parsed.ok ? ok({ ...parsed.value, plugins: loaded.value }) : parsed;
+}

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import { createOpenAiLlm, startAgentWorker, type AgentWorkerOptions, type ToolDefinition } from "@nahida/agent-worker";
+import { createOpenAiLlm, startAgentWorker, type AgentWorkerOptions } from "@nahida/agent-worker";
 import { DEFAULT_LEASE_MS, recoveryTimings, systemClock, type Readiness } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
 import { Outbox, SessionEvents } from "@nahida/outbox";
@@ -13,11 +13,11 @@ import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
 import { createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts } from "@nahida/queue";
+import type { ToolDefinition } from "@nahida/plugin-sdk";
 import { startScheduler } from "@nahida/scheduler";
 import { TaskLedger, localExecutor } from "@nahida/tasks";
 import { startChannelIngress } from "./channel-ingress";
-import type { IngressServiceName } from "./channel-instances.env";
-import { channelModule } from "./channel-modules";
+import { ingressKind, type IngressServiceName } from "./channel-instances.env";
 import { startHealthListener } from "./health-listener";
 import { isIngressService, type LauncherEnv, type ServiceName } from "./launcher.env";
 import { PreflightError, checkRedis, preparePostgres } from "./preflight";
@@ -43,7 +43,7 @@ export interface RunningNahida {
 
 /** What a deployment adds to the built-in services in code rather than configuration. */
 export interface NahidaExtensions {
-  /** Agent tools beyond the built-in ones. */
+  /** Agent tools beyond the plugins' (a test's own). */
   tools?: ToolDefinition[];
   /** Lane item kinds beyond the built-in ones (docs/run.md). */
   laneKinds?: AgentWorkerOptions["laneKinds"];
@@ -77,6 +77,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   });
   const metricsRoute = { render: () => metrics.render() };
 
+  // Every channel kind, tool and command comes from a plugin (docs/plugins.md).
+  const channelModule = (kind: string) => env.plugins.channels().find((m) => m.kind === kind)!;
   const registry = new ChannelRegistry();
   for (const instance of env.channels) {
     registry.register(channelModule(instance.kind).createSender(instance, env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}));
@@ -84,6 +86,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
 
   const clock = systemClock;
   const repositories = createRepositories(db);
+  env.plugins.bind({ ledger: repositories, logger: (plugin) => logger.child({ plugin }) });
   const outbox = new Outbox({
     ...repositories,
     transaction: (fn) => db.prisma.$transaction(fn),
@@ -122,7 +125,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   });
   const intake = createLaneIntake({ inbound: repositories.inbound, quarantine: repositories.quarantine, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
-    const ingress = await startChannelIngress(name, env.channels, {
+    const ingress = await startChannelIngress(name, channelModule(ingressKind(name)), env.channels, {
       intake,
       redis,
       prefix,
@@ -155,6 +158,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         prefix,
         rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
         metrics: metricsRoute,
+        plugins: env.plugins.views(),
         ...(env.NAHIDA_QUEUE_DASHBOARD !== "off"
           ? { dashboard: { queues: Object.values(queues).map((q) => q.queue), readOnly: env.NAHIDA_QUEUE_DASHBOARD === "read-only" } }
           : {}),
@@ -180,8 +184,6 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         repositories,
         outbox,
         cronJobs,
-        cronToolScope: env.AGENT_CRON_SCOPE,
-        sessionVisibility: env.AGENT_SESSION_VISIBILITY,
         maxEventDepth: env.AGENT_EVENT_MAX_DEPTH,
         subagents: {
           ledger,
@@ -211,7 +213,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         commandTimeoutMs: env.AGENT_COMMAND_TIMEOUT_MS,
         concurrency: env.AGENT_CONCURRENCY,
         timings,
-        ...(extensions.tools ? { tools: extensions.tools } : {}),
+        tools: [...env.plugins.tools(), ...(extensions.tools ?? [])],
+        commands: env.plugins.commands(),
         ...(extensions.laneKinds ? { laneKinds: extensions.laneKinds } : {}),
         // Half the shutdown budget for running runs; the rest for handing back and closing.
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),

@@ -40,8 +40,8 @@ export const namedLaneKey = (target: string, name: string) => `named:${target}:$
 /** The lane an agent turn of `job` goes to (null for a notify). */
 export function laneKeyOf(job: StoredCronJob, runId: string): string | null {
   const { payload, row } = job;
-  if (payload.kind !== "agent_turn") return null;
-  if (payload.session === "main") return laneKeyForChat(row.target);
+  if (payload.kind === "notify") return null;
+  if (payload.kind === "command" || payload.session === "main") return laneKeyForChat(row.target);
   return payload.session === "isolated" ? isolatedLaneKey(row.id, runId) : namedLaneKey(row.target, payload.session.slice("named:".length));
 }
 
@@ -89,14 +89,15 @@ export async function writeCronEffect(
       const { delivery, created } = written.value;
       return ok({ deliveryId: delivery.id, dispatch: created ? [delivery.id] : [], lanes: [], sessionId: null });
     }
-    case "agent_turn": {
+    case "agent_turn":
+    case "command": {
       const address = parseChatAddress(row.target);
       if (!address.ok) return err({ code: "target_refused", message: address.error.message });
       const laneKey = laneKeyOf(job, run.id)!;
       // The append locks the lane row, so the session below is created once per lane.
       await o.lanes.append(laneKey, encodeLaneItem({ kind: "scheduled_turn", cronRunId: run.id }), tx);
       let sessionId: string | null = null;
-      if (payload.session !== "main") {
+      if (payload.kind === "agent_turn" && payload.session !== "main") {
         const title = payload.session === "isolated" ? `cron ${row.name} @ ${run.slot.toISOString()}` : `cron session ${payload.session.slice("named:".length)}`;
         const chat = { address: row.target, channel: address.value.channel, title };
         sessionId = (await o.sessions.ensureLaneSession(laneKey, chat, tx, payload.session === "isolated" ? ids.sessionId : undefined)).id;

@@ -253,13 +253,13 @@ export class CronRepository {
       UNION ALL
       (SELECT r.id::text, CASE WHEN r.outcome = 'succeeded' THEN 'sent' ELSE 'failed' END, r.error, false
          FROM cron_runs r
-        WHERE r.status = 'running' AND r.kind = 'agent_turn' AND r.outcome IS NOT NULL
+        WHERE r.status = 'running' AND r.kind IN ('agent_turn', 'command') AND r.outcome IS NOT NULL
         LIMIT ${limit})
       UNION ALL
       (SELECT r.id::text, 'failed', li.error, false
          FROM cron_runs r
          JOIN lane_items li ON li.kind = 'scheduled_turn' AND li.ref_id = r.id::text
-        WHERE r.status = 'running' AND r.kind = 'agent_turn' AND r.outcome IS NULL AND li.status = 'failed'
+        WHERE r.status = 'running' AND r.kind IN ('agent_turn', 'command') AND r.outcome IS NULL AND li.status = 'failed'
         LIMIT ${limit})`;
     return rows.map((row) => ({
       runId: row.id,

@@ -1,6 +1,7 @@
 import { SpanStatusCode, withSpan } from "@nahida/observability";
 import type { ChatMessage, LlmClient, ToolCall } from "./llm.client";
-import { ToolRegistry, type ToolContext } from "./tool-registry";
+import type { ToolContext } from "@nahida/plugin-sdk";
+import { ToolRegistry } from "./tool-registry";
 
 /** A turn the loop produced, to be persisted with the run's result. */
 export type LoopTurn =

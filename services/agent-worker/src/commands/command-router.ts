@@ -1,24 +1,7 @@
 import { parseCommand, type OutboundMessage } from "@nahida/contracts";
+import type { CommandDefinition } from "@nahida/plugin-sdk";
 
 export { parseCommand };
-
-/** What a command handler may return: text (sent as a reply), a full message, or nothing. */
-export type CommandResult = string | Partial<OutboundMessage> | undefined | void;
-
-export interface CommandInvocation<C> {
-  name: string;
-  args: string;
-  context: C;
-  signal: AbortSignal;
-}
-
-export interface CommandDefinition<C> {
-  name: string;
-  description: string;
-  /** Argument hint for /help, e.g. `mention|always`. */
-  usage?: string;
-  handler(invocation: CommandInvocation<C>): Promise<CommandResult> | CommandResult;
-}
 
 export type CommandOutcome =
   | { kind: "handled"; reply: Partial<OutboundMessage> | null }
@@ -35,7 +18,10 @@ export class CommandRouter<C> {
   constructor(private readonly options: { timeoutMs: number; prefix?: string }) {}
 
   register(...commands: CommandDefinition<C>[]): this {
-    for (const command of commands) this.commands.set(command.name, command);
+    for (const command of commands) {
+      if (this.commands.has(command.name)) throw new Error(`command /${command.name} is registered twice`);
+      this.commands.set(command.name, command);
+    }
     return this;
   }
 

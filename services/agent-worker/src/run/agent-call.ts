@@ -100,7 +100,7 @@ async function invoke(
       allowedTools: call.allowedTools ?? null,
       signal: run.lane.signal,
       user: sessionId,
-      outbox: createToolOutbox(o, run, sessionId, held),
+      outbox: createToolOutbox(o, run, sessionId, held, call.eventDepth ?? 0),
     });
     held.keep();
     run.usage.input += value.usage.input;

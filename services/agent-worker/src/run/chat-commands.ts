@@ -1,9 +1,9 @@
 import type { Redis } from "ioredis";
 import { isTerminalTask } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
-import type { BackgroundTaskRepository, CronRepository, InboundRecord } from "@nahida/db";
+import type { BackgroundTaskRepository, CronRepository } from "@nahida/db";
 import { stoppedKey } from "./agent-call";
-import type { ChatCronJobs, CommandContext } from "../commands/command-context";
+import type { ChatCronJobs, CommandContext } from "@nahida/plugin-sdk";
 import type { CommandRouter } from "../commands/command-router";
 import { cronWriteEffect } from "./effects/cron-write.effect";
 import { taskLedgerEffect } from "./effects/task-ledger.effect";
@@ -50,8 +50,11 @@ function chatCron(o: ChatCommandsOptions, run: Run, chatAddress: string): ChatCr
   };
 }
 
-/** What a command sent in the run's chat sees and changes; every change goes into the run's unit of work. */
-export function commandContext(o: ChatCommandsOptions, run: Run, record: InboundRecord, stoppedHere = false): CommandContext {
+/**
+ * What a command sent in the run's chat sees and changes; every change goes into the run's
+ * unit of work. `senderRoles`: the sender's role tags in the chat (none for a cron job's command).
+ */
+export function commandContext(o: ChatCommandsOptions, run: Run, senderRoles: readonly string[], stoppedHere = false): CommandContext {
   const chat = run.scope.chat;
   if (!chat) throw new Error(`a command reached session ${run.scope.session.id}, which has no chat`);
   return {
@@ -61,7 +64,7 @@ export function commandContext(o: ChatCommandsOptions, run: Run, record: Inbound
     sessionId: run.sessionId,
     triggerMode: run.triggerMode,
     queueMode: run.queueMode,
-    senderRoles: record.message.sender.roles,
+    senderRoles: [...senderRoles],
     model: o.model,
     turnCount: () => run.turnCount(run.sessionId),
     rotateSession: () => run.rotateSession(),
@@ -86,5 +89,29 @@ export function commandContext(o: ChatCommandsOptions, run: Run, record: Inbound
     },
     commandList: () => o.commands.list(),
     cron: chatCron(o, run, chat.address),
+  };
+}
+
+/**
+ * What a cron job's command sees: the chat's context as nobody (no sender roles), and
+ * nothing of the chat may change: a schedule someone (or the model) set up must not reset a
+ * session, flip a mode or `/send off`, stop a reply or edit cron jobs. A change throws, and
+ * the cron run fails with the reason.
+ */
+export function scheduledCommandContext(o: ChatCommandsOptions, run: Run): CommandContext {
+  const refuse = (what: string) => () => {
+    throw new Error(`a scheduled job cannot ${what}`);
+  };
+  const context = commandContext(o, run, []);
+  return {
+    ...context,
+    rotateSession: refuse("start a new session"),
+    clearHistory: refuse("clear the history"),
+    setTriggerMode: refuse("change the trigger mode"),
+    setQueueMode: refuse("change the queue mode"),
+    setSendOverride: refuse("change /send"),
+    consumeStopped: refuse("stop a reply"),
+    stopSubagents: refuse("stop sub-agents"),
+    cron: { ...context.cron, remove: async () => "a scheduled job cannot change cron jobs", setEnabled: async () => "a scheduled job cannot change cron jobs" },
   };
 }

@@ -1,11 +1,11 @@
 import { createHash, randomUUID } from "node:crypto";
-import { ok, type BackgroundTask, type SubagentSpec } from "@nahida/contracts";
+import { err, ok, type BackgroundTask, type SubagentSpec } from "@nahida/contracts";
 import type { TaskLedger } from "@nahida/tasks";
 import { renderForkContext } from "../context/fork-context";
 import type { CronJobs } from "@nahida/cron";
 import { currentTraceparent } from "@nahida/observability";
 import type { Outbox, SessionEvents } from "@nahida/outbox";
-import type { ToolOutbox } from "../agent/tool-registry";
+import type { ToolOutbox } from "@nahida/plugin-sdk";
 import { cronWriteEffect } from "./effects/cron-write.effect";
 import { deliverEffect } from "./effects/deliver.effect";
 import { recordTurnEffect } from "./effects/record-turn.effect";
@@ -21,6 +21,8 @@ export interface ToolOutboxOptions {
   sessionEvents: SessionEvents;
   /** Sub-agent tasks and their limits (`spawnTask`). */
   subagents: SubagentLimits & { ledger: TaskLedger };
+  /** The loop guard: agent events between sessions chain at most this deep (AGENT_EVENT_MAX_DEPTH). */
+  maxEventDepth: number;
 }
 
 /** The sub-agent limits a spawn is checked against (docs/subagents.md). */
@@ -63,8 +65,17 @@ function derivedId(key: string): string {
  * turns are not stored either) leaves nothing behind. Each request is checked now, so the
  * model hears about a bad target at once.
  */
-export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: string, held: HeldEffects): ToolOutbox {
+export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: string, held: HeldEffects, eventDepth: number): ToolOutbox {
   const source = `agent:${run.id}`;
+  // Every event a tool sends is one deeper than the turn that sends it, whoever's tool it is.
+  const depth = eventDepth + 1;
+  const loopGuard = () =>
+    depth > o.maxEventDepth
+      ? err({
+          code: "forbidden" as const,
+          message: `not sent: this turn is already ${eventDepth} agent events deep, and chains stop at ${o.maxEventDepth} (AGENT_EVENT_MAX_DEPTH) so that sessions cannot loop`,
+        })
+      : null;
   return {
     async send({ target, message, recordIn }) {
       const request = { target, message, source, runId: run.id, deliveryId: randomUUID() };
@@ -86,15 +97,19 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       return ok({ deliveryId: request.deliveryId });
     },
     async sendEvent(event) {
+      const refused = loopGuard();
+      if (refused) return refused;
       const id = randomUUID();
-      held.emit(sendEventEffect, { ...event, id, source, fromSessionId: sessionId });
+      held.emit(sendEventEffect, { ...event, depth, id, source, fromSessionId: sessionId });
       return ok({ eventId: id });
     },
     async sendEventNow(event) {
+      const refused = loopGuard();
+      if (refused) return refused;
       // Named by the run's first lane item, not the text: a retried run's model may word it
       // differently; its n-th waited-for send to the same session is the same event.
       const id = nthCall(run, `${run.lane.items[0]?.id ?? run.id}|${sessionId}|${event.sessionId}|${event.mode}`);
-      const sent = await o.sessionEvents.send({ ...event, id, source, fromSessionId: sessionId });
+      const sent = await o.sessionEvents.send({ ...event, depth, id, source, fromSessionId: sessionId });
       return sent.ok ? ok({ eventId: id }) : sent;
     },
     async createCron(request) {

@@ -59,7 +59,7 @@ export function inboundKind(o: InboundKindOptions) {
 
   async function runCommand(run: Run, part: Extract<Segment, { kind: "command" }>, stoppedHere: boolean): Promise<void> {
     const { record } = part;
-    const outcome = await o.commands.run(record.message.text, commandContext(o, run, record, stoppedHere), run.lane.signal, { name: part.name, args: part.args });
+    const outcome = await o.commands.run(record.message.text, commandContext(o, run, record.message.sender.roles, stoppedHere), run.lane.signal, { name: part.name, args: part.args });
     // An unknown /word is ordinary text for the agent.
     if (outcome.kind === "not_a_command") return answerMessages(run, [record]);
     if (!outcome.reply) return;

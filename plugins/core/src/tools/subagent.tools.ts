@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { TaskContextMode, isTerminalTask, type BackgroundTask } from "@nahida/contracts";
-import type { BackgroundTaskRepository } from "@nahida/db";
+import { defineTool, type LedgerReader, type ToolContext } from "@nahida/plugin-sdk";
 import { Id } from "./tool-args";
-import { defineTool, type ToolContext } from "../tool-registry";
 
 export interface SubagentToolsOptions {
-  tasks: BackgroundTaskRepository;
+  tasks: LedgerReader["tasks"];
   /** The tools registered in this worker, to check a spawn's `tools` against. */
   toolNames: () => string[];
   /** How often a waiting `agent_wait` looks at its tasks. */

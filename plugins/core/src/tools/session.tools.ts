@@ -5,32 +5,25 @@ import {
   ChatType,
   MESSAGE_TARGET_FORMS,
   SessionEventMode,
-  checkSendPolicy,
   historyPageView,
   parseChatAddress,
   parseMessageTarget,
   workspaceAttachment,
-  type ChatSendOverride,
   type SessionVisibility,
 } from "@nahida/contracts";
-import type { PolicyRepository, RunRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
-import type { Logger } from "@nahida/observability";
+import { defineTool, sendPolicyRefusal, type LedgerReader, type ToolContext } from "@nahida/plugin-sdk";
 import { Id } from "./tool-args";
-import { defineTool, type ToolContext } from "../tool-registry";
 
 export interface SessionToolsOptions {
-  events: SessionEventRepository;
-  sessions: SessionRepository;
+  events: LedgerReader["events"];
+  sessions: LedgerReader["sessions"];
   /** The send policy. */
-  policies: PolicyRepository;
+  policies: LedgerReader["policies"];
   /** A session's recent runs (`session_status`). */
-  runs: RunRepository;
-  turns: TurnRepository;
+  runs: LedgerReader["runs"];
+  turns: LedgerReader["turns"];
   /** Which sessions a session sees: its own, its own and its children (default), or all. */
   visibility: SessionVisibility;
-  /** Longest chain of agent events (A → B → A …) before a send is refused: the loop guard. */
-  maxEventDepth: number;
-  logger: Logger;
   /** How often a waiting `sessions_send` looks at its event. */
   pollMs?: number;
 }
@@ -64,25 +57,10 @@ export function sessionTools(o: SessionToolsOptions) {
     return session;
   }
 
-  /**
-   * Whether a send from `context` into the chat `address` (null: a session without a chat)
-   * and the session `sessionId` is allowed. A chat named by address is judged with its
-   * current session too, so a session-prefix rule cannot be passed by naming the chat.
-   */
+  /** Throws the send policy's refusal of a send from `context` into `address` / `sessionId`. */
   async function checkSend(context: ToolContext, address: string | null, sessionId?: string): Promise<void> {
-    // A chat's own replies are not a cross-session send.
-    if (address !== null && address === context.chatAddress && (sessionId === undefined || sessionId === context.sessionId)) return;
-    const parsed = address === null ? null : parseChatAddress(address);
-    if (parsed && !parsed.ok) throw new Error(parsed.error.message);
-    const [chat, policy] = await Promise.all([address === null ? null : o.sessions.getChat(address), o.policies.sendPolicy()]);
-    const target = sessionId ?? chat?.currentSessionId ?? undefined;
-    const allowed = checkSendPolicy(policy, {
-      channel: parsed?.value.channel ?? null,
-      chatType: parsed?.value.type ?? null,
-      ...(target ? { sessionId: target } : {}),
-      chatOverride: (chat?.sendPolicy ?? null) as ChatSendOverride | null,
-    });
-    if (!allowed.ok) throw new Error(`sending to ${address ?? `session ${sessionId}`} is not allowed: ${allowed.error}`);
+    const refusal = await sendPolicyRefusal(o, context, address, sessionId);
+    if (refusal !== null) throw new Error(refusal);
   }
 
   return [
@@ -229,14 +207,8 @@ export function sessionTools(o: SessionToolsOptions) {
         if (args.target_session_id === context.sessionId) throw new Error("that is this session; answer directly instead");
         const session = await visibleSession(context, args.target_session_id);
         await checkSend(context, session.chatAddress, session.id);
-        const depth = context.eventDepth + 1;
-        if (depth > o.maxEventDepth) {
-          o.logger.warn({ sessionId: context.sessionId, target: session.id, depth, runId: context.runId }, "agent event chain stopped at the depth limit");
-          throw new Error(
-            `not sent: this turn is already ${context.eventDepth} agent events deep, and chains stop at ${o.maxEventDepth} (AGENT_EVENT_MAX_DEPTH) so that sessions cannot loop`,
-          );
-        }
-        const event = { sessionId: session.id, content: args.message, mode: args.mode, depth };
+        // The outbox refuses an event past the loop guard's depth (AGENT_EVENT_MAX_DEPTH) with the reason.
+        const event = { sessionId: session.id, content: args.message, mode: args.mode };
         const sameLane = session.laneKey === context.laneKey;
         if (args.mode === "record_only" || args.wait_seconds === 0 || sameLane) {
           const sent = await context.outbox.sendEvent(event);
@@ -270,7 +242,7 @@ export function sessionTools(o: SessionToolsOptions) {
   ];
 }
 
-function eventResult(state: NonNullable<Awaited<ReturnType<SessionEventRepository["state"]>>>) {
+function eventResult(state: NonNullable<Awaited<ReturnType<LedgerReader["events"]["state"]>>>) {
   return {
     event_id: state.event.id,
     status: state.status,

@@ -1,18 +1,50 @@
-import type { ChatType, LaneMode, TriggerMode } from "@nahida/contracts";
-import type { CronJob } from "@nahida/db";
+import type { ChatType, LaneMode, OutboundMessage, TriggerMode } from "@nahida/contracts";
+
+/** What a command handler may return: text (sent as a reply), a full message, or nothing. */
+export type CommandResult = string | Partial<OutboundMessage> | undefined | void;
+
+export interface CommandInvocation<C> {
+  name: string;
+  args: string;
+  context: C;
+  signal: AbortSignal;
+}
+
+export interface CommandDefinition<C> {
+  name: string;
+  description: string;
+  /** Argument hint for /help, e.g. `mention|always`. */
+  usage?: string;
+  handler(invocation: CommandInvocation<C>): Promise<CommandResult> | CommandResult;
+}
+
+/** `defineCommand({...})`: a command with its handler's types inferred. */
+export const defineCommand = (definition: CommandDefinition<CommandContext>): CommandDefinition<CommandContext> => definition;
+
+/** A cron job as `/cron` shows it. */
+export interface ChatCronJob {
+  id: string;
+  name: string;
+  /** The stored schedule (`CronSchedule` of contracts). */
+  schedule: unknown;
+  tz: string;
+  enabled: boolean;
+  nextRunAt: Date | null;
+  disabledReason: string | null;
+}
 
 /** This chat's cron jobs as `/cron` sees them; changes are made in the run's commit. */
 export interface ChatCronJobs {
-  list(): Promise<CronJob[]>;
+  list(): Promise<ChatCronJob[]>;
   /** The chat's job whose id is, or starts with, `idOrPrefix` (at least 4 characters); null if none or several. */
-  find(idOrPrefix: string): Promise<CronJob | null>;
+  find(idOrPrefix: string): Promise<ChatCronJob | null>;
   /** Checks now and deletes in the run's commit; the refusal's text otherwise. */
   remove(jobId: string): Promise<string | null>;
   /** Checks now (quota, an `at` that passed) and pauses or resumes in the run's commit; the refusal's text otherwise. */
   setEnabled(jobId: string, enabled: boolean): Promise<string | null>;
 }
 
-/** What a built-in command sees of the chat and run it was sent in. */
+/** What a command sees of the chat and run it was sent in; every change it makes is written in the run's commit. */
 export interface CommandContext {
   chatAddress: string;
   chatType: ChatType;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineTool } from "../tool-registry";
+import { defineTool } from "@nahida/plugin-sdk";
 
 /** The current time, so the model need not guess it from message envelopes. */
 export function currentTimeTool(options: { defaultTimeZone: string; now?: () => Date }) {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ChatAddressString, CronCreateRequest, CronMissedPolicy, CronPayload, CronSchedule, CronUpdateRequest } from "@nahida/contracts";
-import type { CronJob, CronRepository } from "@nahida/db";
-import { defineTool, type ToolContext } from "../tool-registry";
+import type { CronJob } from "@nahida/db";
+import { defineTool, type LedgerReader, type ToolContext } from "@nahida/plugin-sdk";
 
 /**
  * Which jobs the agent's cron tools reach: `chat` (default) only the current chat's, so a
@@ -10,7 +10,7 @@ import { defineTool, type ToolContext } from "../tool-registry";
 export type CronToolScope = "chat" | "all";
 
 export interface CronToolsOptions {
-  cron: CronRepository;
+  cron: LedgerReader["cron"];
   scope: CronToolScope;
 }
 

@@ -1,6 +1,5 @@
 import { LaneMode, TriggerMode } from "@nahida/contracts";
-import type { CommandDefinition } from "./command-router";
-import type { CommandContext } from "./command-context";
+import type { CommandContext, CommandDefinition } from "@nahida/plugin-sdk";
 
 type Command = CommandDefinition<CommandContext>;
 
