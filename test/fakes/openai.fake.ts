@@ -65,6 +65,11 @@ export interface StartFakeOpenAIOptions {
    * Default: the `user` field, else the text of the first system message.
    */
   sessionKey?: (body: FakeOpenAIRequestBody) => string | undefined;
+  /**
+   * The model's context window: a request whose prompt (messages and tools, a token per four
+   * characters) is longer gets OpenAI's 400 `context_length_exceeded`, before any scripted reply.
+   */
+  contextWindowTokens?: number;
 }
 
 /** A running fake OpenAI-compatible server. */
@@ -166,6 +171,11 @@ export async function startFakeOpenAI(options: StartFakeOpenAIOptions = {}): Pro
     if (request.sessionKey !== undefined) trackInFlight(request.sessionKey, res);
 
     validate(body);
+    const promptTokens = estimatePromptTokens(body);
+    if (options.contextWindowTokens !== undefined && promptTokens > options.contextWindowTokens) {
+      const message = `This model's maximum context length is ${options.contextWindowTokens} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`;
+      throw new ClientError(400, { error: { message, type: "invalid_request_error", param: "messages", code: "context_length_exceeded" } });
+    }
     const reply = queue.shift() ?? (await handler?.(request)) ?? { content: "ok" };
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
@@ -299,6 +309,14 @@ function defaultSessionKey(body: FakeOpenAIRequestBody): string | undefined {
   if (typeof body.user === "string" && body.user !== "") return body.user;
   const system = Array.isArray(body.messages) ? body.messages.find((m) => m.role === "system") : undefined;
   return system ? messageText(system) : undefined;
+}
+
+/** The prompt's tokens as the fake counts them: a token per four characters of the messages (tool calls included) and the tools. */
+export function estimatePromptTokens(body: FakeOpenAIRequestBody): number {
+  const messages = Array.isArray(body.messages)
+    ? body.messages.reduce((n, m) => n + messageText(m).length + ("tool_calls" in m && Array.isArray(m.tool_calls) ? JSON.stringify(m.tool_calls).length : 0), 0)
+    : 0;
+  return Math.ceil((messages + (body.tools ? JSON.stringify(body.tools).length : 0)) / 4);
 }
 
 function messageText(message: ChatCompletionMessageParam): string {

@@ -38,3 +38,35 @@ export async function deliveriesTo(databaseUrl: string, target: string): Promise
     await db.end();
   }
 }
+
+/**
+ * A long conversation written straight into a session's history: `count` turns from number
+ * `from`, alternately a user message (with its envelope: time, channel, sender, and role
+ * tags that change at turn 100) and an answer of about 600 characters each, an hour apart.
+ */
+export async function prefillTurns(db: Pick<pg.Pool, "query">, sessionId: string, count: number, from = 0): Promise<void> {
+  await db.query(
+    `INSERT INTO turns (id, session_id, role, content, metadata, source, created_at)
+     SELECT gen_random_uuid(), $1::uuid,
+            CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
+            CASE WHEN i % 2 = 0 THEN 'question ' || i || ': ' || repeat('what about the deploy window? ', 20)
+                 ELSE 'answer ' || i || ': ' || repeat('the window is on friday. ', 20) END,
+            CASE WHEN i % 2 = 0 THEN jsonb_build_object('message_context', jsonb_build_object(
+                   'timestamp', to_char(timestamptz '2026-11-01 00:00Z' + i * interval '1 hour', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                   'channel', 'telegram', 'chatType', 'private', 'senderLabel', 'Alice (@alice)',
+                   'roles', CASE WHEN i < 100 THEN '[]'::jsonb ELSE '["admin"]'::jsonb END))
+                 ELSE '{}'::jsonb END,
+            CASE WHEN i % 2 = 0 THEN 'user' ELSE 'agent' END,
+            timestamptz '2026-11-01 00:00Z' + i * interval '1 hour'
+       FROM generate_series($2::int, $2::int + $3::int - 1) AS i ORDER BY i`,
+    [sessionId, from, count],
+  );
+}
+
+/** The seven sections a compaction summary must have, each with a line under it. */
+export const TEST_SUMMARY = ["Time range", "Channel and chat", "Participants", "Identity changes", "Decisions", "Open questions", "Identifiers"]
+  .map((s) => `## ${s}\n${s === "Identifiers" ? "ticket NAH-4711" : "as discussed"}`)
+  .join("\n");
+
+/** Whether a chat completion request is the compaction summarizer's. */
+export const isSummaryRequest = (body: { messages: unknown[] }) => String((body.messages[0] as { content?: unknown }).content ?? "").startsWith("You compact a chat conversation");

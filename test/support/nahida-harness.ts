@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { formatEnvIssues } from "@nahida/config";
 import { readLauncherEnv, startNahida, type NahidaExtensions, type RunningNahida } from "@nahida/launcher";
 import { createLogger } from "@nahida/observability";
-import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
+import { startFakeOpenAI, type FakeOpenAI, type StartFakeOpenAIOptions } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "./infra";
 import { freePort } from "./ports";
@@ -27,9 +27,14 @@ export interface Harness {
  * fresh database and queue prefix, pointed at fake Telegram and OpenAI servers through
  * configuration only.
  */
-export async function startHarness(label: string, env: Record<string, string> = {}, extensions: NahidaExtensions = {}): Promise<Harness> {
+export async function startHarness(
+  label: string,
+  env: Record<string, string> = {},
+  extensions: NahidaExtensions = {},
+  fakes: { openai?: StartFakeOpenAIOptions } = {},
+): Promise<Harness> {
   const telegram = await startFakeTelegram({ botUsername: "nahida_test_bot", botId: 7000000001 });
-  const openai = await startFakeOpenAI();
+  const openai = await startFakeOpenAI(fakes.openai);
   const workspaceDir = await mkdtemp(join(tmpdir(), "nahida-ws-"));
   const url = new URL(TEST_POSTGRES_URL);
   url.pathname = `/nahida_t_${uniqueName(label)}`;

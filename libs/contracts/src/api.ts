@@ -122,6 +122,8 @@ export const HistoryMessage = z
     context: MessageContext.optional(),
     tool_calls: z.array(z.object({ name: z.string() })).optional(),
     tool_name: z.string().optional(),
+    /** Covered by the session's newest compaction checkpoint: the model sees its summary instead (docs/compaction.md). */
+    compacted: z.boolean(),
   })
   .meta({ id: "HistoryMessage" });
 export type HistoryMessage = z.infer<typeof HistoryMessage>;
@@ -134,6 +136,10 @@ export const HistoryView = z
     total: z.number().int(),
     /** True when a message was cut or had content removed, or older messages exist beyond this page. */
     truncated: z.boolean(),
+    /** The session's newest compaction checkpoint, what the model sees in place of the messages marked `compacted`. */
+    compaction: z
+      .object({ id: z.uuid(), covered_turns: z.number().int(), reason: z.string(), summary: z.string(), created_at: z.iso.datetime() })
+      .nullable(),
   })
   .meta({ id: "History" });
 export type HistoryView = z.infer<typeof HistoryView>;

@@ -38,6 +38,8 @@ export function sanitizeHistoryText(text: string, maxChars = HISTORY_MESSAGE_MAX
 /** A stored turn as the history view reads it (the database row's shape). */
 export interface StoredTurn {
   id: string;
+  /** Its place in the ledger's order; compared with a checkpoint's cut. */
+  seq: bigint;
   role: string;
   content: string;
   source: string;
@@ -50,7 +52,7 @@ export interface StoredTurn {
  * temporary URLs and reasoning removed; raw events and provider payloads (tool arguments)
  * never included. Returns whether anything was cut.
  */
-export function historyMessage(turn: StoredTurn): { message: HistoryMessage; changed: boolean } {
+export function historyMessage(turn: StoredTurn, compactedThrough: bigint | null = null): { message: HistoryMessage; changed: boolean } {
   const { text, changed } = sanitizeHistoryText(turn.content);
   // A turn whose metadata cannot be read is still shown, with its role and content only.
   const read = readTurn(turn);
@@ -67,14 +69,35 @@ export function historyMessage(turn: StoredTurn): { message: HistoryMessage; cha
       ...(context ? { context } : {}),
       ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
       ...(typed?.role === "tool" && typed.metadata.name ? { tool_name: typed.metadata.name } : {}),
+      compacted: compactedThrough !== null && turn.seq <= compactedThrough,
     },
     changed,
   };
 }
 
-/** A page of stored turns as the filtered history view: the REST API and the agent's tool serve the same. */
-export function historyPageView(page: { turns: readonly StoredTurn[]; total: number }, offset: number): HistoryView {
-  const views = page.turns.map(historyMessage);
+/** A compaction checkpoint as the history view names it. */
+export interface StoredCompaction {
+  id: string;
+  throughSeq: bigint;
+  coveredTurns: number;
+  reason: string;
+  summary: string;
+  createdAt: Date;
+}
+
+/**
+ * A page of stored turns as the filtered history view: the REST API and the agent's tool
+ * serve the same. Every turn is there; those the newest checkpoint covers are marked.
+ */
+export function historyPageView(page: { turns: readonly StoredTurn[]; total: number }, offset: number, compaction: StoredCompaction | null = null): HistoryView {
+  const views = page.turns.map((turn) => historyMessage(turn, compaction?.throughSeq ?? null));
   const more = offset + page.turns.length < page.total;
-  return { messages: views.map((v) => v.message), total: page.total, truncated: more || views.some((v) => v.changed) };
+  return {
+    messages: views.map((v) => v.message),
+    total: page.total,
+    truncated: more || views.some((v) => v.changed),
+    compaction: compaction
+      ? { id: compaction.id, covered_turns: compaction.coveredTurns, reason: compaction.reason, summary: sanitizeHistoryText(compaction.summary, 4_000).text, created_at: compaction.createdAt.toISOString() }
+      : null,
+  };
 }

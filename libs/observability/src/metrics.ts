@@ -56,6 +56,15 @@ export interface SubagentMetrics {
   tasksEnded: Counter<"status">;
 }
 
+export interface CompactionMetrics {
+  /** `reason` threshold | overflow | command; `outcome` compacted | skipped (it would not fit) | failed (the summarizer) | backoff (a failure is recent). */
+  compactions: Counter<"reason" | "outcome">;
+  /** Estimated prompt tokens of a compacted session, `phase` before | after. */
+  tokens: Histogram<"phase">;
+  /** Prompts cut by dropping their oldest turns, because no compaction brought them under the window. */
+  truncations: Counter;
+}
+
 /** Counts read at scrape time, each with one bounded query. */
 export interface MetricSources {
   /** Open sub-agent tasks by status (`queued`, `running`: the children running now). */
@@ -83,6 +92,7 @@ export interface NahidaMetrics {
   inbound: InboundMetrics;
   cron: CronMetrics;
   subagents: SubagentMetrics;
+  compaction: CompactionMetrics;
   /** Sets what the scrape-time gauges read (the process's queues and database, once built). */
   setSources(sources: MetricSources): void;
   /** The Prometheus text exposition and its content type. */
@@ -178,7 +188,7 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
     },
     llm: {
       calls: new Counter({ name: "nahida_llm_calls_total", help: "LLM chat-completion calls by model and outcome (ok, error)", labelNames: ["model", "outcome"], registers }),
-      tokens: new Counter({ name: "nahida_llm_tokens_total", help: "LLM tokens by model and direction (in: prompt, out: completion), as reported by the provider", labelNames: ["model", "direction"], registers }),
+      tokens: new Counter({ name: "nahida_llm_tokens_total", help: "LLM tokens by model and direction (in: prompt, out: completion, cached: the part of in the provider's prompt cache served), as reported by the provider", labelNames: ["model", "direction"], registers }),
       durationSeconds: new Histogram({ name: "nahida_llm_call_duration_seconds", help: "LLM call latency by model and outcome, SDK retries included", labelNames: ["model", "outcome"], buckets: LONG_BUCKETS, registers }),
     },
     delivery: {
@@ -196,6 +206,11 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
     subagents: {
       spawnRefusals: new Counter({ name: "nahida_subagent_spawn_refusals_total", help: "Sub-agent spawns refused, by reason (children_cap, run_lost, parent_gone)", labelNames: ["reason"], registers }),
       tasksEnded: new Counter({ name: "nahida_subagent_tasks_ended_total", help: "Sub-agent tasks ended, by status (succeeded, failed, timed_out, cancelled, lost)", labelNames: ["status"], registers }),
+    },
+    compaction: {
+      compactions: new Counter({ name: "nahida_compactions_total", help: "History compactions by reason (threshold, overflow, command) and outcome (compacted, skipped, failed, backoff)", labelNames: ["reason", "outcome"], registers }),
+      tokens: new Histogram({ name: "nahida_compaction_tokens", help: "Estimated prompt tokens of a compacted session, before and after", labelNames: ["phase"], buckets: [1_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 1_000_000], registers }),
+      truncations: new Counter({ name: "nahida_context_truncations_total", help: "Prompts cut by dropping their oldest turns because no compaction brought them under the window", registers }),
     },
     setSources(next) {
       sources = next;

@@ -72,4 +72,6 @@ export interface CommandContext {
   /** Stops the session's sub-agents that are still running or queued (`/stop`), in the run's commit; returns how many. */
   stopSubagents(): Promise<number>;
   commandList(): { name: string; description: string; usage?: string }[];
+  /** Summarizes the session's earlier turns now (`/compact`), keeping the recent ones; what happened, as a sentence for the chat. */
+  compact(): Promise<string>;
 }

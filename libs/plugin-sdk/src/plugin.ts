@@ -3,6 +3,7 @@ import type { ChannelModule } from "@nahida/channels";
 import type { Clock, Result } from "@nahida/contracts";
 import type {
   BackgroundTaskRepository,
+  CompactionRepository,
   CronRepository,
   PolicyRepository,
   RunRepository,
@@ -26,6 +27,7 @@ export interface LedgerReader {
   policies: Pick<PolicyRepository, "sendPolicy">;
   cron: Pick<CronRepository, "get" | "list">;
   tasks: Pick<BackgroundTaskRepository, "getMany" | "listByParent">;
+  compactions: Pick<CompactionRepository, "latest">;
 }
 
 /** The bot's workspace as a plugin may use it (`permissions.workspace`); every path stays inside it. */

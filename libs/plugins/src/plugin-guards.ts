@@ -113,6 +113,7 @@ export function guardCommand(manifest: PluginManifest, command: CommandDefinitio
           setSendOverride: refuse("change /send", "chat"),
           consumeStopped: refuse("take a /stop", "chat"),
           stopSubagents: refuse("stop sub-agents", "chat"),
+          compact: refuse("compact the conversation", "chat"),
         }),
     ...(permissions.cron ? {} : { cron: { ...context.cron, remove: async () => cronRefusal, setEnabled: async () => cronRefusal } }),
   });

@@ -32,6 +32,7 @@ export default definePlugin({
       policies: ledger.policies,
       runs: ledger.runs,
       turns: ledger.turns,
+      compactions: ledger.compactions,
       visibility: config.session_visibility,
     });
     for (const tool of sessions) api.tool(tool);

@@ -13,7 +13,12 @@ export const agentWorkerEnvSchema = z.object({
   /** The bot's IANA time zone, used in message envelopes. */
   NAHIDA_TIMEZONE: z.string().refine(validateTimeZone, { message: "must be an IANA time zone such as Asia/Shanghai or UTC" }).default("UTC"),
   AGENT_MAX_ITERATIONS: z.coerce.number().int().min(1).max(50).default(8),
-  AGENT_HISTORY_TURNS: z.coerce.number().int().min(0).max(1000).default(60),
+  /** Turns after the newest compaction checkpoint an agent call reads at most; reaching it compacts (docs/compaction.md). */
+  AGENT_HISTORY_TURNS: z.coerce.number().int().min(1).max(2000).default(100),
+  /** The model's context window in tokens: prompts are compacted before they pass AGENT_COMPACT_THRESHOLD of it. */
+  NAHIDA_CONTEXT_TOKENS: z.coerce.number().int().min(4_000).max(10_000_000).default(128_000),
+  /** The share of the window a prompt may reach before the oldest turns are summarized. */
+  AGENT_COMPACT_THRESHOLD: z.coerce.number().min(0.2).max(0.95).default(0.8),
   AGENT_COMMAND_TIMEOUT_MS: positiveMs.default(10_000),
   /** Sessions run at the same time in one agent-worker process. */
   AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),

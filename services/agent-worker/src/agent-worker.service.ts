@@ -4,7 +4,7 @@ import type { Clock, Readiness, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneRuntime, LaneStore, laneInterruptChannel, laneSupersedeChannel, readSupersede, wakeLane } from "@nahida/lanes";
 import type { CronJobs } from "@nahida/cron";
-import type { LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
+import type { CompactionMetrics, LaneMetrics, Logger, QueueMetrics } from "@nahida/observability";
 import { SessionEvents, type Outbox } from "@nahida/outbox";
 import { every, type Periodic, type TypedQueue } from "@nahida/queue";
 import { TaskLedger, localExecutor } from "@nahida/tasks";
@@ -13,6 +13,9 @@ import type { LlmClient } from "./agent/llm.client";
 import type { CommandContext, CommandDefinition, ToolDefinition } from "@nahida/plugin-sdk";
 import { ToolRegistry } from "./agent/tool-registry";
 import { CommandRouter } from "./commands/command-router";
+import { defaultCompactionSettings } from "./compaction/compaction-plan";
+import { createCompactor } from "./compaction/compactor";
+import { estimateTools } from "./compaction/token-estimate";
 import { createContextBuilder } from "./context/context-builder";
 import { createEnvelopeRenderer } from "./context/envelope";
 import { createAgentCaller } from "./run/agent-call";
@@ -23,7 +26,7 @@ import type { SubagentLimits } from "./run/tool-outbox";
 
 export interface AgentWorkerOptions {
   db: Pick<Database, "prisma" | "pool">;
-  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "runs" | "tasks">;
+  repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "runs" | "tasks" | "compactions">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;
   /** Checks the cron jobs the agent's tools and `/cron` create and edit. */
@@ -46,6 +49,8 @@ export interface AgentWorkerOptions {
   timeZone: string;
   maxIterations: number;
   historyTurns: number;
+  /** The model's context window and the share of it a prompt may reach before it is compacted (docs/compaction.md). */
+  context?: { windowTokens: number; threshold: number };
   commandTimeoutMs: number;
   concurrency: number;
   /** Lane lease, job locks and sweeps, all from one lease (`recoveryTimings`). */
@@ -60,8 +65,8 @@ export interface AgentWorkerOptions {
   /** On stop, how long running runs may finish before they are handed back to other workers. */
   shutdownGraceMs: number;
   logger: Logger;
-  /** Lane runs, and wait and handler times of the `lanes` queue. */
-  metrics?: { lanes: LaneMetrics; queue: QueueMetrics };
+  /** Lane runs, wait and handler times of the `lanes` queue, compactions. */
+  metrics?: { lanes: LaneMetrics; queue: QueueMetrics; compaction?: CompactionMetrics };
   /** Continues the traces of `lanes` jobs (`createQueueTelemetry`); none when tracing is off. */
   telemetry?: Telemetry;
 }
@@ -79,7 +84,7 @@ const SUBAGENT_DEFAULTS = { maxChildren: 5, maxRunning: 8, timeoutMs: 900_000, f
 
 export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAgentWorker> {
   const logger = o.logger;
-  const { inbound, sessions, turns, cron, events, runs, tasks } = o.repositories;
+  const { inbound, sessions, turns, cron, events, runs, tasks, compactions } = o.repositories;
   const subagents = { ...SUBAGENT_DEFAULTS, ...o.subagents };
   const ledger =
     o.subagents?.ledger ??
@@ -109,15 +114,26 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
   const tools = new ToolRegistry().register(...o.tools);
   const commands = new CommandRouter<CommandContext>({ timeoutMs: o.commandTimeoutMs }).register(...o.commands);
   const model = o.llm?.model ?? null;
-  const kinds = new LaneKinds().register(
-    ...builtinLaneKinds({ inbound, cron, events, sessions, tasks, commands, cronJobs: o.cronJobs, redis: o.redis, prefix: o.prefix, model }),
-    ...(o.laneKinds ?? []),
-  );
   const contextBuilder = createContextBuilder({
     envelope: createEnvelopeRenderer({ timeZone: o.timeZone }),
     ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
     onUnreadableTurn: (turn, reason) => logger.error({ turnId: turn.id, role: turn.role, reason }, "a stored turn cannot be read; left out of the context"),
   });
+  const compactor = o.llm
+    ? createCompactor({
+        llm: o.llm,
+        contextBuilder,
+        settings: defaultCompactionSettings({ ...(o.context ?? { windowTokens: 128_000, threshold: 0.8 }), maxTurns: o.historyTurns }),
+        toolsTokens: estimateTools(tools.specs()),
+        redis: o.redis,
+        prefix: o.prefix,
+        ...(o.metrics?.compaction ? { metrics: o.metrics.compaction } : {}),
+      })
+    : undefined;
+  const kinds = new LaneKinds().register(
+    ...builtinLaneKinds({ inbound, cron, events, sessions, tasks, commands, cronJobs: o.cronJobs, redis: o.redis, prefix: o.prefix, model, ...(compactor ? { compactor } : {}) }),
+    ...(o.laneKinds ?? []),
+  );
   const handler = createRunHandler({
     kinds,
     scopes: new ScopeReader({ runs, sessions, historyTurns: o.historyTurns }),
@@ -133,9 +149,11 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
       sessionEvents,
       subagents: { ...subagents, ledger },
       maxEventDepth: o.maxEventDepth ?? DEFAULT_MAX_EVENT_DEPTH,
+      ...(compactor ? { compactor } : {}),
     }),
-    effects: { outbox: o.outbox, sessions, turns, events, sessionEvents, cron, cronJobs: o.cronJobs, lanes: laneStore, ledger },
+    effects: { outbox: o.outbox, sessions, turns, events, sessionEvents, cron, cronJobs: o.cronJobs, lanes: laneStore, ledger, compactions },
     turns,
+    compactions,
     historyTurns: o.historyTurns,
     clock: o.clock,
     logger,

@@ -4,7 +4,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
-import type { ApiTokenRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
+import type { ApiTokenRepository, CompactionRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
 import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin, jsonBodyPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
@@ -28,6 +28,8 @@ export interface ApiOptions {
   deliveries: DeliveryRepository;
   sessions: SessionRepository;
   turns: TurnRepository;
+  /** Compaction checkpoints, marked in a session's history. */
+  compactions: CompactionRepository;
   /** Session events. */
   events: SessionEventRepository;
   /** The send policy document. */
@@ -83,7 +85,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });
   await fastify.register(deliveryRoutes, { deliveries: api.deliveries, retry: api.retryDelivery });
-  await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns });
+  await fastify.register(sessionRoutes, { sessions: api.sessions, turns: api.turns, compactions: api.compactions });
   await fastify.register(sessionEventRoutes, { sessionEvents: api.sessionEvents, events: api.events });
   await fastify.register(taskRoutes, { ledger: api.ledger, sessions: api.sessions });
   await fastify.register(quarantineRoutes, { quarantine: api.quarantine });

@@ -18,7 +18,7 @@ export interface GatewayOptions {
   /** Largest accepted request body. */
   bodyLimitBytes: number;
   db: Pick<Database, "checkReady">;
-  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events" | "policies" | "quarantine">;
+  repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events" | "policies" | "quarantine" | "compactions">;
   /** Every send goes through it (it knows the registered channels and the workspace). */
   outbox: Outbox;
   /** Operators' events into sessions go through it (it appends to the target's lane). */
@@ -50,7 +50,7 @@ export interface RunningGateway {
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const server = Fastify(serverOptions({ logger: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger, bodyLimitBytes: options.bodyLimitBytes }));
-  const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine } = options.repositories;
+  const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine, compactions } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   await server.register(app, {
     probes: [
@@ -62,6 +62,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       deliveries,
       sessions,
       turns,
+      compactions,
       events,
       policies,
       sessionEvents: options.sessionEvents,

@@ -210,6 +210,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         timeZone: env.NAHIDA_TIMEZONE,
         maxIterations: env.AGENT_MAX_ITERATIONS,
         historyTurns: env.AGENT_HISTORY_TURNS,
+        context: { windowTokens: env.NAHIDA_CONTEXT_TOKENS, threshold: env.AGENT_COMPACT_THRESHOLD },
         commandTimeoutMs: env.AGENT_COMMAND_TIMEOUT_MS,
         concurrency: env.AGENT_CONCURRENCY,
         timings,
@@ -219,7 +220,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         // Half the shutdown budget for running runs; the rest for handing back and closing.
         shutdownGraceMs: Math.floor(env.NAHIDA_SHUTDOWN_TIMEOUT_MS / 2),
         logger: logger.child({ component: "agent-worker" }),
-        metrics: { lanes: metrics.lanes, queue: metrics.queue },
+        metrics: { lanes: metrics.lanes, queue: metrics.queue, compaction: metrics.compaction },
         ...(telemetry ? { telemetry } : {}),
       });
       if (llmConfigured) logger.info(`agent-worker: model ${env.OPENAI_MODEL} at ${new URL(env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").origin}, ${env.AGENT_CONCURRENCY} sessions at once`);

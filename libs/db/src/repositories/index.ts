@@ -10,3 +10,4 @@ export * from "./run.repository";
 export * from "./policy.repository";
 export * from "./background-task.repository";
 export * from "./inbound-quarantine.repository";
+export * from "./compaction.repository";

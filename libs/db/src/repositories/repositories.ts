@@ -1,6 +1,7 @@
 import type { Database } from "../database";
 import { ApiTokenRepository } from "./api-token.repository";
 import { BackgroundTaskRepository } from "./background-task.repository";
+import { CompactionRepository } from "./compaction.repository";
 import { CronRepository } from "./cron.repository";
 import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
@@ -24,6 +25,7 @@ export interface Repositories {
   runs: RunRepository;
   tasks: BackgroundTaskRepository;
   quarantine: InboundQuarantineRepository;
+  compactions: CompactionRepository;
 }
 
 export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
@@ -40,5 +42,6 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     runs: new RunRepository(db.pool),
     tasks: new BackgroundTaskRepository(prisma),
     quarantine: new InboundQuarantineRepository(prisma),
+    compactions: new CompactionRepository(prisma),
   };
 }

@@ -16,7 +16,7 @@ describe("RunRepository.readChatRun (real Postgres)", () => {
 
   it("on first contact reads no chat, no session and no history; the first session is then current", async () => {
     const address = "telegram:private:1001";
-    expect(await runs.readChatRun(address, [], 10)).toEqual({ chat: null, session: null, inbound: [], history: [] });
+    expect(await runs.readChatRun(address, [], 10)).toEqual({ chat: null, session: null, inbound: [], compaction: null, history: [] });
     const started = await sessions.startChatSession(address, "telegram");
     const read = await runs.readChatRun(address, [], 10);
     expect(read.chat).toMatchObject({ address, channel: "telegram", currentSessionId: started.session.id, triggerMode: "mention" });

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { queryPrepared } from "../statements";
-import type { Chat, Session, Turn } from "../generated/prisma/client";
+import type { Chat, Session, SessionCompaction, Turn } from "../generated/prisma/client";
 import { inboundRecordOf, type InboundRecord } from "./inbound-message.repository";
 import { chatOf, sessionOf, type ChatJson, type SessionJson } from "./session.repository";
 
@@ -12,7 +12,9 @@ export interface ChatRunRead {
   session: Session | null;
   /** The run's inbound messages, in the order asked for; missing ids are skipped. */
   inbound: InboundRecord[];
-  /** The current session's last turns, oldest first (empty without a session). */
+  /** The current session's newest compaction checkpoint, if it has one. */
+  compaction: SessionCompaction | null;
+  /** The current session's turns after that checkpoint's cut (the last `historyLimit` of them), oldest first. */
   history: Turn[];
 }
 
@@ -34,15 +36,20 @@ export class RunRepository {
   constructor(private readonly pool: pg.Pool) {}
 
   /**
-   * The chat, its current session, the run's inbound messages and the session's last
-   * `historyLimit` turns, in one statement. `seq` leaves as text (JSON has no bigint), so
+   * The chat, its current session, the run's inbound messages, the session's newest
+   * compaction checkpoint and the turns after its cut (at most `historyLimit`), in one statement. `seq` leaves as text (JSON has no bigint), so
    * the history is ordered by its number, not its text.
    */
   async readChatRun(address: string, inboundIds: readonly string[], historyLimit: number): Promise<ChatRunRead> {
-    const { rows } = await queryPrepared<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; history: TurnJson[] }>(
+    const { rows } = await queryPrepared<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; compaction: CompactionJson | null; history: TurnJson[] }>(
       this.pool,
-      `WITH c AS (SELECT * FROM chats WHERE address = $1)
+      `WITH c AS (SELECT * FROM chats WHERE address = $1),
+            k AS (SELECT k.id, k.session_id, k.from_seq::text AS from_seq, k.through_seq::text AS through_seq, k.covered_turns, k.summary, k.facts,
+                         k.tokens_before, k.tokens_after, k.model, k.reason, k.run_id, k.created_at
+                    FROM session_compactions k JOIN c ON k.session_id = c.current_session_id
+                   ORDER BY k.through_seq DESC LIMIT 1)
        SELECT (SELECT row_to_json(c) FROM c) AS chat,
+              (SELECT row_to_json(k) FROM k) AS compaction,
               (SELECT row_to_json(s) FROM sessions s JOIN c ON s.id = c.current_session_id) AS session,
               (SELECT coalesce(json_agg(json_build_object('id', m.id, 'channel', m.channel, 'chat_address', m.chat_address,
                                                           'message', m.message, 'received_at', m.received_at)), '[]'::json)
@@ -50,6 +57,7 @@ export class RunRepository {
               (SELECT coalesce(json_agg(row_to_json(t) ORDER BY t.seq::bigint), '[]'::json)
                  FROM (SELECT t.id, t.seq::text AS seq, t.session_id, t.role, t.content, t.metadata, t.source, t.inbound_message_id, t.run_id, t.created_at
                          FROM turns t JOIN c ON t.session_id = c.current_session_id
+                        WHERE t.seq > coalesce((SELECT k.through_seq::bigint FROM k), 0)
                         ORDER BY t.seq DESC LIMIT $3) t) AS history`,
       [address, inboundIds, historyLimit],
     );
@@ -61,6 +69,7 @@ export class RunRepository {
       chat: row.chat && chatOf(row.chat),
       session: row.session && sessionOf(row.session),
       inbound: inboundIds.flatMap((id) => byId.get(id) ?? []),
+      compaction: row.compaction && compactionOf(row.compaction),
       history: row.history.map(turnOf),
     };
   }
@@ -86,6 +95,40 @@ interface InboundJson {
   message: unknown;
   received_at: string;
 }
+interface CompactionJson {
+  id: string;
+  session_id: string;
+  from_seq: string;
+  through_seq: string;
+  covered_turns: number;
+  summary: string;
+  facts: SessionCompaction["facts"];
+  tokens_before: number;
+  tokens_after: number;
+  model: string;
+  reason: string;
+  run_id: string | null;
+  created_at: string;
+}
+
+function compactionOf(k: CompactionJson): SessionCompaction {
+  return {
+    id: k.id,
+    sessionId: k.session_id,
+    fromSeq: BigInt(k.from_seq),
+    throughSeq: BigInt(k.through_seq),
+    coveredTurns: k.covered_turns,
+    summary: k.summary,
+    facts: k.facts,
+    tokensBefore: k.tokens_before,
+    tokensAfter: k.tokens_after,
+    model: k.model,
+    reason: k.reason,
+    runId: k.run_id,
+    createdAt: new Date(k.created_at),
+  };
+}
+
 interface TurnJson {
   id: string;
   seq: string;

@@ -38,6 +38,19 @@ export class TurnRepository {
     return turns.length === 0 ? [touch] : [(fence) => insertTurns(sessionId, turns, fence), touch];
   }
 
+  /**
+   * The turns after a compaction's cut (`afterSeq`; null: from the first), the newest
+   * `limit` of them, oldest first: what the context is built from.
+   */
+  async after(sessionId: string, afterSeq: bigint | null, limit: number, tx?: Tx): Promise<Turn[]> {
+    const rows = await (tx ?? this.prisma).turn.findMany({
+      where: { sessionId, ...(afterSeq !== null ? { seq: { gt: afterSeq } } : {}) },
+      orderBy: { seq: "desc" },
+      take: limit,
+    });
+    return rows.reverse();
+  }
+
   /** The last `limit` turns of a session, oldest first. */
   async recent(sessionId: string, limit: number, tx?: Tx): Promise<Turn[]> {
     const rows = await (tx ?? this.prisma).turn.findMany({

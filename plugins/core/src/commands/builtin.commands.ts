@@ -169,5 +169,11 @@ const cron: Command = {
   },
 };
 
+const compact: Command = {
+  name: "compact",
+  description: "summarize the earlier conversation now, keeping the recent messages (nothing is deleted; group admins only in groups)",
+  handler: ({ context }) => refuseUnlessGroupAdmin(context) ?? context.compact(),
+};
+
 /** The built-in commands, matched before the agent. */
-export const builtinCommands: Command[] = [help, status, newSession, reset, stop, model, trigger, queue, send, cron];
+export const builtinCommands: Command[] = [help, status, newSession, reset, stop, compact, model, trigger, queue, send, cron];

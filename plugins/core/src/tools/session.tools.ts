@@ -22,6 +22,8 @@ export interface SessionToolsOptions {
   /** A session's recent runs (`session_status`). */
   runs: LedgerReader["runs"];
   turns: LedgerReader["turns"];
+  /** The newest checkpoint, marked in `sessions_history`. */
+  compactions: LedgerReader["compactions"];
   /** Which sessions a session sees: its own, its own and its children (default), or all. */
   visibility: SessionVisibility;
   /** How often a waiting `sessions_send` looks at its event. */
@@ -188,7 +190,8 @@ export function sessionTools(o: SessionToolsOptions) {
       }),
       async execute(args, context) {
         const session = await visibleSession(context, args.session_id);
-        return historyPageView(await o.turns.page(session.id, args.limit, args.offset), args.offset);
+        const [page, compaction] = await Promise.all([o.turns.page(session.id, args.limit, args.offset), o.compactions.latest(session.id)]);
+        return historyPageView(page, args.offset, compaction);
       },
     }),
     defineTool({

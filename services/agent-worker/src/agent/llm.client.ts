@@ -28,13 +28,33 @@ export interface CompletionRequest {
   /** Stable id of the conversation (the session), sent as the API's `user` field. */
   user: string;
   signal?: AbortSignal;
+  /** The longest answer, in tokens (`max_tokens`); the API's default when unset. */
+  maxTokens?: number;
 }
 
 export interface Completion {
   content: string | null;
   toolCalls: ToolCall[];
-  /** Tokens in and out, when the API reports them. */
-  usage?: { input: number; output: number };
+  /** Tokens in and out, when the API reports them; `cached`: input tokens the provider's prompt cache served. */
+  usage?: { input: number; output: number; cached?: number };
+}
+
+/**
+ * The API refused the prompt as longer than the model's context window (OpenAI's 400
+ * `context_length_exceeded`, or the same words from a compatible server).
+ */
+export class ContextOverflowError extends Error {
+  override name = "ContextOverflowError";
+  readonly code = "context_overflow";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Whether an API error says the prompt does not fit the model's window. */
+export function isContextOverflow(error: unknown): boolean {
+  if (!(error instanceof OpenAI.APIError) || error.status !== 400) return false;
+  return error.code === "context_length_exceeded" || /maximum context length|context (length|window|size)|too many tokens|prompt is too long/i.test(error.message);
 }
 
 /** The agent's only view of a language model. */
@@ -73,6 +93,7 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
         model: options.model,
         messages: request.messages,
         user: request.user,
+        ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
         ...(request.tools.length > 0 ? { tools: request.tools.map((t) => ({ type: "function" as const, function: t })) } : {}),
       },
       { signal: request.signal },
@@ -106,6 +127,7 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
     } catch (error) {
       options.metrics?.calls.inc({ model, outcome: "error" });
       options.metrics?.durationSeconds.observe({ model, outcome: "error" }, secondsSince(started));
+      if (isContextOverflow(error)) throw new ContextOverflowError((error as Error).message, { cause: error });
       throw error;
     }
     if (options.metrics) {
@@ -114,6 +136,8 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
       if (response.usage) {
         options.metrics.tokens.inc({ model, direction: "in" }, response.usage.prompt_tokens);
         options.metrics.tokens.inc({ model, direction: "out" }, response.usage.completion_tokens);
+        const cached = response.usage.prompt_tokens_details?.cached_tokens;
+        if (cached) options.metrics.tokens.inc({ model, direction: "cached" }, cached);
       }
     }
     const message = response.choices[0]?.message;
@@ -124,7 +148,15 @@ export function createOpenAiLlm(options: OpenAiLlmOptions): LlmClient {
     const result: Completion = {
       content: message?.content == null ? null : wellFormed(message.content),
       toolCalls,
-      ...(response.usage ? { usage: { input: response.usage.prompt_tokens, output: response.usage.completion_tokens } } : {}),
+      ...(response.usage
+        ? {
+            usage: {
+              input: response.usage.prompt_tokens,
+              output: response.usage.completion_tokens,
+              ...(response.usage.prompt_tokens_details?.cached_tokens !== undefined ? { cached: response.usage.prompt_tokens_details.cached_tokens } : {}),
+            },
+          }
+        : {}),
     };
     return { result, response };
   }

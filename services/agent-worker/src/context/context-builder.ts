@@ -70,6 +70,8 @@ function renderSubagentResult(metadata: SubagentResultMetadata, content: string)
 /** Events that speak to the model as a turn of their own (a window of history may start at one). */
 const PROMPT_EVENTS = new Set<EventTurnMetadata["kind"]>(["scheduled_turn", "agent_event", "subagent_task", "subagent_result"]);
 const isPromptEvent = (turn: TypedTurn): boolean => turn.role === "event" && PROMPT_EVENTS.has(turn.metadata.kind);
+/** A context may start at a user message or an event that speaks to the model, never inside a tool exchange. */
+const startsWindow = (turn: TypedTurn): boolean => turn.role === "user" || isPromptEvent(turn);
 
 function attachmentMarkers(attachments: Attachment[] | undefined): string {
   if (!attachments?.length) return "";
@@ -188,15 +190,24 @@ export function createContextBuilder(options: ContextBuilderOptions) {
   }
 
   return {
-    async build(history: RenderableTurn[], fresh: RenderableTurn[]): Promise<ChatMessage[]> {
+    /**
+     * The model's input: the system prompt, the compaction checkpoint's summary when the
+     * session has one, the stored turns after it, then the run's new turns.
+     */
+    async build(history: RenderableTurn[], fresh: RenderableTurn[], checkpoint: { summary: string } | null = null): Promise<ChatMessage[]> {
       const files = await readPromptFiles(options.workspaceDir);
       const system = [options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, ...files.map((f) => `## ${f.name}\n${f.content}`)].join("\n\n");
       const past = read(history);
       // A window that starts inside a tool exchange would be rejected by the API.
-      const firstUser = past.findIndex(({ turn }) => turn.role === "user" || isPromptEvent(turn));
+      const firstUser = past.findIndex(({ turn }) => startsWindow(turn));
       const window = firstUser === -1 ? [] : past.slice(firstUser);
       const rendered = [...window, ...read(fresh)].map(({ stored, turn }) => renderTurn(stored, turn));
-      return [{ role: "system", content: system }, ...keepToolResultsAdjacent(rendered)];
+      const summary: ChatMessage[] = checkpoint ? [{ role: "system", content: checkpoint.summary }] : [];
+      return [{ role: "system", content: system }, ...summary, ...keepToolResultsAdjacent(rendered)];
+    },
+    /** Each stored turn as the model sees it, and whether a context may start at it; unreadable ones left out. */
+    render(turns: RenderableTurn[]): { stored: RenderableTurn; message: ChatMessage; startsWindow: boolean }[] {
+      return read(turns).map(({ stored, turn }) => ({ stored, message: renderTurn(stored, turn), startsWindow: startsWindow(turn) }));
     },
   };
 }

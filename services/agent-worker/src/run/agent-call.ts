@@ -4,7 +4,9 @@ import { RunStoppedError } from "@nahida/lanes";
 import type { TypedQueue } from "@nahida/queue";
 import type { AgentLoopResult, RunAgent } from "../agent/agent-loop";
 import { applyReplySignals } from "../agent/reply-signals";
-import type { ContextBuilder } from "../context/context-builder";
+import { ContextOverflowError } from "../agent/llm.client";
+import type { Compactor } from "../compaction/compactor";
+import type { ContextBuilder, RenderableTurn } from "../context/context-builder";
 import type { Run } from "./run";
 import { createToolOutbox, type ToolOutboxOptions } from "./tool-outbox";
 import { showTyping } from "./typing";
@@ -16,7 +18,10 @@ import { showTyping } from "./typing";
  * - `failed`: the model could not be reached on the items' last attempt (answer with an apology);
  * - `no_llm`: no language model is configured.
  */
-export type AgentAnswer = { kind: "text"; text: string } | { kind: "silent" } | { kind: "failed" } | { kind: "no_llm" };
+export type AgentAnswer = { kind: "text"; text: string } | { kind: "silent" } | { kind: "failed"; reason?: string; reply?: string } | { kind: "no_llm" };
+
+/** What the chat hears when a prompt still overflows the model's window after a compaction. */
+export const OVERFLOW_REPLY = "This conversation no longer fits the language model's context window, even summarized. Start a new one with /new.";
 
 /**
  * Why an agent call left nothing to answer with, as recorded on what it was answering (a
@@ -24,7 +29,7 @@ export type AgentAnswer = { kind: "text"; text: string } | { kind: "silent" } | 
  */
 export function unanswered(answer: AgentAnswer): string | null {
   if (answer.kind === "no_llm") return "no language model is configured (OPENAI_BASE_URL / OPENAI_API_KEY)";
-  if (answer.kind === "failed") return "the language model could not be reached";
+  if (answer.kind === "failed") return answer.reason ?? "the language model could not be reached";
   return null;
 }
 
@@ -50,6 +55,8 @@ export interface AgentCallerOptions extends ToolOutboxOptions {
   prefix: string;
   /** The lane's attempt limit; on the last attempt an LLM failure is answered, not retried. */
   maxAttempts: number;
+  /** History compaction; without it the prompt is the history as read (docs/compaction.md). */
+  compactor?: Compactor;
 }
 
 /** Key marking that a lane's run was stopped, read by the `/stop` that caused it. */
@@ -67,12 +74,26 @@ export function createAgentCaller(o: AgentCallerOptions): AgentCaller {
     const earlier = run.pendingTurns(sessionId);
     run.appendTurns(sessionId, prompt);
     if (!o.runAgent) return { kind: "no_llm" };
-    const messages = await o.contextBuilder.build(
-      await run.history(sessionId),
-      [...earlier, ...prompt].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {}, ...(t.source ? { source: t.source } : {}) })),
-    );
+    const fresh: RenderableTurn[] = [...earlier, ...prompt].map((t) => ({ role: t.role, content: t.content, metadata: t.metadata ?? {}, ...(t.source ? { source: t.source } : {}) }));
+    const history = await run.history(sessionId);
+    let prepared = o.compactor
+      ? await o.compactor.prepare(run, sessionId, history, fresh, "threshold")
+      : { history, messages: await o.contextBuilder.build(history.turns, fresh, history.compaction) };
     if (run.lane.signal.reason instanceof RunStoppedError) return { kind: "silent" };
-    const result = await invoke(o, run, sessionId, messages, options);
+    const immediateCalls = new Map(run.immediateCalls);
+    let result = await invoke(o, run, sessionId, prepared.messages, options);
+    // The API's count is the one that matters: compact once (or cut) and try once more.
+    if (result.kind === "overflow" && o.compactor) {
+      prepared = await o.compactor.prepare(run, sessionId, prepared.history, fresh, "overflow");
+      // As in a retried run: the retry's n-th waited-for event or spawn is the first attempt's, found again.
+      run.immediateCalls.clear();
+      for (const [key, n] of immediateCalls) run.immediateCalls.set(key, n);
+      result = await invoke(o, run, sessionId, prepared.messages, options);
+    }
+    if (result.kind === "overflow") {
+      run.logger.error({ sessionId, laneKey: run.lane.laneKey }, "the prompt overflows the model's window even after compaction");
+      return { kind: "failed", reason: "the conversation does not fit the model's context window, even after compaction", reply: OVERFLOW_REPLY };
+    }
     if (result.kind !== "result") return result;
     return record(run, sessionId, result.value);
   };
@@ -85,7 +106,7 @@ async function invoke(
   sessionId: string,
   messages: Awaited<ReturnType<ContextBuilder["build"]>>,
   call: AgentCallOptions,
-): Promise<{ kind: "result"; value: AgentLoopResult } | Exclude<AgentAnswer, { kind: "text" }>> {
+): Promise<{ kind: "result"; value: AgentLoopResult } | { kind: "overflow" } | Exclude<AgentAnswer, { kind: "text" }>> {
   const held = run.uow.hold();
   const chat = run.scope.chat;
   const stopTyping = chat ? showTyping(o.outbound, chat.address) : () => undefined;
@@ -113,6 +134,7 @@ async function invoke(
       await o.redis.set(stoppedKey(o.prefix, run.lane.laneKey), run.id, "PX", STOPPED_MARK_MS);
       return { kind: "silent" };
     }
+    if (error instanceof ContextOverflowError && !signal.aborted) return { kind: "overflow" };
     if (signal.aborted || !run.lane.items.some((i) => i.attempts >= o.maxAttempts)) throw error;
     run.logger.error({ err: (error as Error).message, laneKey: run.lane.laneKey }, "LLM failed on the last attempt");
     return { kind: "failed" };

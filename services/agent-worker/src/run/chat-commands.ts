@@ -7,6 +7,7 @@ import type { ChatCronJobs, CommandContext } from "@nahida/plugin-sdk";
 import type { CommandRouter } from "../commands/command-router";
 import { cronWriteEffect } from "./effects/cron-write.effect";
 import { taskLedgerEffect } from "./effects/task-ledger.effect";
+import type { Compactor } from "../compaction/compactor";
 import type { Run } from "./run";
 
 export interface ChatCommandsOptions {
@@ -21,6 +22,8 @@ export interface ChatCommandsOptions {
   model: string | null;
   /** The session's sub-agents, which `/stop` ends. */
   tasks: BackgroundTaskRepository;
+  /** `/compact`; none without a language model. */
+  compactor?: Compactor;
 }
 
 /** Jobs `/cron list` shows. */
@@ -88,6 +91,13 @@ export function commandContext(o: ChatCommandsOptions, run: Run, senderRoles: re
       return open.length;
     },
     commandList: () => o.commands.list(),
+    compact: async () => {
+      if (!o.compactor) return "No language model is configured, so there is nothing to summarize with.";
+      const done = await o.compactor.compactNow(run, run.sessionId);
+      return done.ok
+        ? `Summarized ${done.coveredTurns} earlier turns; the conversation now takes about ${done.tokensAfter} tokens of the model's window instead of ${done.tokensBefore}. Nothing is deleted.`
+        : `Nothing compacted: ${done.reason}.`;
+    },
     cron: chatCron(o, run, chat.address),
   };
 }
@@ -112,6 +122,7 @@ export function scheduledCommandContext(o: ChatCommandsOptions, run: Run): Comma
     setSendOverride: refuse("change /send"),
     consumeStopped: refuse("stop a reply"),
     stopSubagents: refuse("stop sub-agents"),
+    compact: refuse("compact the conversation"),
     cron: { ...context.cron, remove: async () => "a scheduled job cannot change cron jobs", setEnabled: async () => "a scheduled job cannot change cron jobs" },
   };
 }

@@ -1,5 +1,5 @@
 import type { Clock } from "@nahida/contracts";
-import type { ChatRunRead, TurnRepository } from "@nahida/db";
+import type { ChatRunRead, CompactionRepository, TurnRepository } from "@nahida/db";
 import type { LaneHandler, LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import type { AgentCaller } from "./agent-call";
@@ -15,6 +15,7 @@ export interface RunHandlerOptions {
   /** What effects write through, and the after-commit enqueue and wake. */
   effects: EffectStores;
   turns: TurnRepository;
+  compactions: CompactionRepository;
   historyTurns: number;
   clock: Clock;
   logger: Logger;
@@ -76,8 +77,8 @@ export function createRunHandler(o: RunHandlerOptions): LaneHandler {
       return;
     }
     // The history read with the chat (a first session has none), for the first agent call of that session.
-    const history = read ? { sessionId: scope.session.id, turns: read.session ? read.history : [] } : null;
-    const run = new Run(lane, scope, { turns: o.turns, historyTurns: o.historyTurns, agent: o.agent, logger: o.logger, history });
+    const history = read ? { sessionId: scope.session.id, compaction: read.session ? read.compaction : null, turns: read.session ? read.history : [] } : null;
+    const run = new Run(lane, scope, { turns: o.turns, compactions: o.compactions, historyTurns: o.historyTurns, agent: o.agent, logger: o.logger, history });
     for (const segment of segments(items)) await segment.kind.handle(segment.items, run);
     const after = await commit(lane, run, o);
     // After the commit: a crash here leaves queued rows that the delivery sweeper re-enqueues,

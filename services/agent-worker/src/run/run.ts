@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { LaneMode, OutboundMessage, TriggerMode } from "@nahida/contracts";
-import type { NewTurn, Turn, TurnRepository } from "@nahida/db";
+import type { Compaction, CompactionRepository, NewTurn, Turn, TurnRepository } from "@nahida/db";
 import type { LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import type { OutboxRequest } from "@nahida/outbox";
@@ -8,6 +8,7 @@ import type { AgentAnswer, AgentCallOptions, AgentCaller } from "./agent-call";
 import { appendTurnsEffect } from "./effects/append-turns.effect";
 import { chatSettingEffect, type ChatSetting } from "./effects/chat-setting.effect";
 import { clearHistoryEffect } from "./effects/clear-history.effect";
+import { compactionEffect } from "./effects/compaction.effect";
 import { deliverEffect } from "./effects/deliver.effect";
 import { rotateSessionEffect } from "./effects/rotate-session.effect";
 import { sendEventEffect } from "./effects/send-event.effect";
@@ -17,13 +18,24 @@ import { UnitOfWork } from "./unit-of-work";
 type SettingValue = { [C in ChatSetting as C["setting"]]: C["value"] };
 type ChatSettingChange = ChatSetting extends infer C ? (C extends ChatSetting ? Omit<C, "address"> : never) : never;
 
+/**
+ * What a session's context is built from: its newest compaction checkpoint (null: none)
+ * and the stored turns after its cut.
+ */
+export interface SessionHistory {
+  compaction: (Pick<Compaction, "id" | "summary" | "throughSeq" | "fromSeq" | "coveredTurns"> & { facts: unknown }) | null;
+  turns: Turn[];
+}
+
 export interface RunOptions {
   turns: TurnRepository;
+  compactions: CompactionRepository;
+  /** Turns after the checkpoint's cut an agent call reads at most (a safety cap; compaction keeps it far lower). */
   historyTurns: number;
   agent: AgentCaller;
   logger: Logger;
   /** The history the scope read brought (a chat lane's current session), used by the first agent call of that session. */
-  history: { sessionId: string; turns: Turn[] } | null;
+  history: ({ sessionId: string } & SessionHistory) | null;
 }
 
 /** How the answer to something goes out: who says it, for which session, quoting what. */
@@ -108,6 +120,7 @@ export class Run {
   clearHistory(sessionId: string): void {
     const hadTurns = this.uow.values(appendTurnsEffect).some((a) => a.sessionId === sessionId);
     this.uow.discard(appendTurnsEffect, (a) => a.sessionId === sessionId);
+    this.uow.discard(compactionEffect, (c) => c.sessionId === sessionId);
     this.uow.emit(clearHistoryEffect, { sessionId });
     // The turns go, the activity they were stays: the session's last activity still moves.
     if (hadTurns) this.uow.emit(appendTurnsEffect, { sessionId, turns: [] });
@@ -118,15 +131,28 @@ export class Run {
     return !this.uow.values(clearHistoryEffect).some((c) => c.sessionId === sessionId) && !this.uow.values(rotateSessionEffect).some((r) => r.sessionId === sessionId);
   }
 
-  /** The session's stored history for an agent call: the scope read's once, then read again (events may have landed). */
-  async history(sessionId: string): Promise<Turn[]> {
-    if (!this.hasStoredHistory(sessionId)) return [];
+  /**
+   * The session's stored history for an agent call: the scope read's once, then read again
+   * (events may have landed). A compaction this run made already counts: its checkpoint,
+   * and only the turns after its cut.
+   */
+  async history(sessionId: string): Promise<SessionHistory> {
+    if (!this.hasStoredHistory(sessionId)) return { compaction: null, turns: [] };
+    let history: SessionHistory;
     if (this.cachedHistory?.sessionId === sessionId) {
-      const { turns } = this.cachedHistory;
+      history = this.cachedHistory;
       this.cachedHistory = null;
-      return turns;
+    } else {
+      const compaction = await this.o.compactions.latest(sessionId);
+      history = { compaction, turns: await this.o.turns.after(sessionId, compaction?.throughSeq ?? null, this.o.historyTurns) };
     }
-    return this.o.turns.recent(sessionId, this.o.historyTurns);
+    const made = this.compactionOf(sessionId);
+    return made ? { compaction: made, turns: history.turns.filter((t) => t.seq > made.throughSeq) } : history;
+  }
+
+  /** The compaction checkpoint this run made of the session, if it made one (at most one a run). */
+  compactionOf(sessionId: string): SessionHistory["compaction"] {
+    return this.uow.values(compactionEffect).find((c) => c.sessionId === sessionId) ?? null;
   }
 
   async turnCount(sessionId: string): Promise<number> {

@@ -1,6 +1,6 @@
 import type { TaskRef, TerminalTaskStatus } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
-import type { CronRepository, FencedPart, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import type { CompactionRepository, CronRepository, FencedPart, SessionEventRepository, SessionRepository, TurnRepository, Tx } from "@nahida/db";
 import type { LaneStore } from "@nahida/lanes";
 import type { Outbox, SessionEvents } from "@nahida/outbox";
 import type { TaskLedger } from "@nahida/tasks";
@@ -27,6 +27,8 @@ export interface EffectStores {
   lanes: LaneStore;
   /** Sub-agent tasks: spawned at once, adopted, consumed and ended in commits. */
   ledger: TaskLedger;
+  /** History compaction checkpoints. */
+  compactions: CompactionRepository;
 }
 
 /** What an effect kind's write gets: the stores, the run, and the commit's instant. */

@@ -53,7 +53,7 @@ export function inboundKind(o: InboundKindOptions) {
     const route = { source: "agent", sessionId, inboundMessageId: last.id, ...(run.scope.chat?.type !== "private" ? { replyTo: last.message.messageId } : {}) };
     const answered = await run.callAgent(sessionId, prompt);
     if (answered.kind === "no_llm") run.answer({ text: NO_LLM_HINT }, route);
-    else if (answered.kind === "failed") run.answer({ text: LLM_FAILED_REPLY }, route);
+    else if (answered.kind === "failed") run.answer({ text: answered.reply ?? LLM_FAILED_REPLY }, route);
     else if (answered.kind === "text") run.answer({ text: answered.text }, route);
   }
 

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { HistoryQuery, HistoryView, IdParam, NahidaError, SessionList, SessionListQuery, SessionView, historyPageView } from "@nahida/contracts";
-import type { SessionRepository, TurnRepository } from "@nahida/db";
+import type { CompactionRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { readErrorResponses } from "../error-responses";
 import { sessionView } from "../views";
 
-export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository; turns: TurnRepository }> = async (app, { sessions, turns }) => {
+export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository; turns: TurnRepository; compactions: CompactionRepository }> = async (app, { sessions, turns, compactions }) => {
 
   app.get(
     "/api/sessions",
@@ -55,8 +55,8 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
     async (request) => {
       const session = await sessions.get(request.params.id);
       if (!session) throw new NahidaError("not_found", `session ${request.params.id} does not exist`);
-      const page = await turns.page(session.id, request.query.limit, request.query.offset);
-      return historyPageView(page, request.query.offset);
+      const [page, compaction] = await Promise.all([turns.page(session.id, request.query.limit, request.query.offset), compactions.latest(session.id)]);
+      return historyPageView(page, request.query.offset, compaction);
     },
   );
 };
