@@ -122,7 +122,7 @@ export const HistoryMessage = z
     context: MessageContext.optional(),
     tool_calls: z.array(z.object({ name: z.string() })).optional(),
     tool_name: z.string().optional(),
-    /** Covered by the session's newest compaction checkpoint: the model sees its summary instead (docs/compaction.md). */
+    /** Summarized by a compaction checkpoint: the model sees the summary instead of it (docs/compaction.md). */
     compacted: z.boolean(),
   })
   .meta({ id: "HistoryMessage" });
@@ -136,7 +136,7 @@ export const HistoryView = z
     total: z.number().int(),
     /** True when a message was cut or had content removed, or older messages exist beyond this page. */
     truncated: z.boolean(),
-    /** The session's newest compaction checkpoint, what the model sees in place of the messages marked `compacted`. */
+    /** The session's newest compaction checkpoint: its summary carries every earlier one's, in place of the messages marked `compacted`. */
     compaction: z
       .object({ id: z.uuid(), covered_turns: z.number().int(), reason: z.string(), summary: z.string(), created_at: z.iso.datetime() })
       .nullable(),

@@ -52,7 +52,7 @@ export interface StoredTurn {
  * temporary URLs and reasoning removed; raw events and provider payloads (tool arguments)
  * never included. Returns whether anything was cut.
  */
-export function historyMessage(turn: StoredTurn, compactedThrough: bigint | null = null): { message: HistoryMessage; changed: boolean } {
+export function historyMessage(turn: StoredTurn, summarized: readonly SummarizedRange[] = []): { message: HistoryMessage; changed: boolean } {
   const { text, changed } = sanitizeHistoryText(turn.content);
   // A turn whose metadata cannot be read is still shown, with its role and content only.
   const read = readTurn(turn);
@@ -69,10 +69,16 @@ export function historyMessage(turn: StoredTurn, compactedThrough: bigint | null
       ...(context ? { context } : {}),
       ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
       ...(typed?.role === "tool" && typed.metadata.name ? { tool_name: typed.metadata.name } : {}),
-      compacted: compactedThrough !== null && turn.seq <= compactedThrough,
+      compacted: summarized.some((r) => turn.seq >= r.fromSeq && turn.seq <= r.throughSeq),
     },
     changed,
   };
+}
+
+/** The turns one compaction checkpoint summarized. */
+export interface SummarizedRange {
+  fromSeq: bigint;
+  throughSeq: bigint;
 }
 
 /** A compaction checkpoint as the history view names it. */
@@ -87,17 +93,29 @@ export interface StoredCompaction {
 
 /**
  * A page of stored turns as the filtered history view: the REST API and the agent's tool
- * serve the same. Every turn is there; those the newest checkpoint covers are marked.
+ * serve the same. Every turn is there; those a checkpoint's summary stands in for are
+ * marked `compacted` (a turn before the newest cut that no summary covers is neither marked
+ * nor in the model's context: docs/compaction.md).
  */
-export function historyPageView(page: { turns: readonly StoredTurn[]; total: number }, offset: number, compaction: StoredCompaction | null = null): HistoryView {
-  const views = page.turns.map((turn) => historyMessage(turn, compaction?.throughSeq ?? null));
+export function historyPageView(
+  page: { turns: readonly StoredTurn[]; total: number },
+  offset: number,
+  compaction: { newest: StoredCompaction; summarized: readonly SummarizedRange[] } | null = null,
+): HistoryView {
+  const views = page.turns.map((turn) => historyMessage(turn, compaction?.summarized));
   const more = offset + page.turns.length < page.total;
   return {
     messages: views.map((v) => v.message),
     total: page.total,
     truncated: more || views.some((v) => v.changed),
     compaction: compaction
-      ? { id: compaction.id, covered_turns: compaction.coveredTurns, reason: compaction.reason, summary: sanitizeHistoryText(compaction.summary, 4_000).text, created_at: compaction.createdAt.toISOString() }
+      ? {
+          id: compaction.newest.id,
+          covered_turns: compaction.newest.coveredTurns,
+          reason: compaction.newest.reason,
+          summary: sanitizeHistoryText(compaction.newest.summary, 4_000).text,
+          created_at: compaction.newest.createdAt.toISOString(),
+        }
       : null,
   };
 }

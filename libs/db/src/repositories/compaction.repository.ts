@@ -32,6 +32,11 @@ export class CompactionRepository {
     return (tx ?? this.prisma).sessionCompaction.findFirst({ where: { sessionId }, orderBy: { throughSeq: "desc" } });
   }
 
+  /** The turns each of the session's checkpoints summarized, oldest first (a handful of rows even for a long session). */
+  async ranges(sessionId: string): Promise<{ fromSeq: bigint; throughSeq: bigint }[]> {
+    return this.prisma.sessionCompaction.findMany({ where: { sessionId }, orderBy: { throughSeq: "asc" }, select: { fromSeq: true, throughSeq: true } });
+  }
+
   /** The session's checkpoints, newest first. */
   list(sessionId: string, limit: number): Promise<Compaction[]> {
     return this.prisma.sessionCompaction.findMany({ where: { sessionId }, orderBy: { throughSeq: "desc" }, take: limit });

@@ -28,11 +28,17 @@ export interface CompactorOptions {
 export interface Prepared {
   history: SessionHistory;
   messages: ChatMessage[];
+  /** Whether the prompt is other than the history as read (compacted or cut): a retry after an overflow is pointless otherwise. */
+  changed: boolean;
 }
 
 const DEFAULT_BACKOFF_MS = 10 * 60_000;
 /** The share of the window the summarizer's request may take. */
 const SUMMARIZER_SHARE = 0.6;
+/** Room for the checkpoint's header line and the summarizer's instructions (the header's lists are capped). */
+const HEADER_ALLOWANCE = 400;
+/** Less room than this for the transcript: no summary is worth making. */
+const MIN_TRANSCRIPT_TOKENS = 1_000;
 /** When even a compaction cannot help: the prompt is cut to this share of the window. */
 const HARD_LIMIT = 0.95;
 
@@ -62,7 +68,8 @@ export function createCompactor(o: CompactorOptions) {
     const facts = coveredFacts(covered, previous?.facts ?? null);
     const coveredTurns = (previous?.coveredTurns ?? 0) + covered.length;
     // The summarizer's request must fit the window too: the transcript gets what the rest leaves.
-    const budgetTokens = Math.floor(s.windowTokens * SUMMARIZER_SHARE) - s.summaryMaxTokens - (previous === null ? 0 : estimateTokens(previous.summary));
+    const budgetTokens = Math.floor(s.windowTokens * SUMMARIZER_SHARE) - s.summaryMaxTokens - HEADER_ALLOWANCE - (previous === null ? 0 : estimateTokens(previous.summary));
+    if (budgetTokens < MIN_TRANSCRIPT_TOKENS) return { ok: false, reason: `the window (${s.windowTokens} tokens) leaves too little room to summarize in` };
     const request = summaryRequest({ previous: previous?.summary ?? null, covered: o.contextBuilder.render(covered).map((r) => r.message), facts, maxTokens: s.summaryMaxTokens, budgetTokens });
     try {
       const completion = await o.llm.complete({ messages: request, tools: [], user: sessionId, signal: run.lane.signal, maxTokens: s.summaryMaxTokens });
@@ -116,12 +123,14 @@ export function createCompactor(o: CompactorOptions) {
      */
     async compactNow(run: Run, sessionId: string): Promise<{ ok: true; coveredTurns: number; tokensBefore: number; tokensAfter: number } | { ok: false; reason: string }> {
       if (run.compactionOf(sessionId) !== null) return { ok: false, reason: "this conversation was just compacted" };
+      const backoff = await o.redis.get(backoffKey(o.prefix, sessionId));
+      if (backoff !== null) return { ok: false, reason: `the last attempt did not work out (${backoff}); try again later` };
       const history = await run.history(sessionId);
       const messages = await build(history, []);
       const total = estimateMessages(messages) + o.toolsTokens;
       const rendered = o.contextBuilder.render(history.turns);
       const planned = rendered.map((r) => ({ tokens: estimateMessage(r.message), startsWindow: r.startsWindow }));
-      const other = total - planned.reduce((n, t) => n + t.tokens, 0) - estimateCheckpoint(history);
+      const other = total - planned.reduce((n, t) => n + t.tokens, 0) - estimateCheckpoint(history) + HEADER_ALLOWANCE;
       // Whatever the size: keep the recent turns (by count), summarize the rest.
       const plan = planCut(planned, other, { ...s, keepTokens: 0, threshold: Number.POSITIVE_INFINITY });
       if (plan.kind === "skip") {
@@ -143,7 +152,7 @@ export function createCompactor(o: CompactorOptions) {
       const messages = await build(history, fresh);
       const total = estimateMessages(messages) + o.toolsTokens;
       const full = history.turns.length >= s.maxTurns;
-      if (reason === "threshold" && total <= s.threshold * s.windowTokens && !full) return { history, messages };
+      if (reason === "threshold" && total <= s.threshold * s.windowTokens && !full) return { history, messages, changed: false };
       const rendered = o.contextBuilder.render(history.turns);
       const planned: PlannedTurn[] = rendered.map((r) => ({ tokens: estimateMessage(r.message), startsWindow: r.startsWindow }));
       // A planned index as an index of the stored turns (an unreadable turn is not planned).
@@ -156,7 +165,10 @@ export function createCompactor(o: CompactorOptions) {
       if (run.compactionOf(sessionId) === null) {
         // The backoff holds for an overflow too: a broken summarizer is not called on every message.
         const backoff = await o.redis.get(backoffKey(o.prefix, sessionId));
-        const plan = backoff === null ? planCut(planned, other - estimateCheckpoint(history), settings) : null;
+        const candidate = backoff === null ? planCut(planned, other - estimateCheckpoint(history) + HEADER_ALLOWANCE, settings) : null;
+        // After an overflow a plan must shrink what the API refused, by its own estimate too.
+        const plan =
+          candidate?.kind === "cut" && reason === "overflow" && candidate.tokensAfter > other + turnTokens * 0.75 ? { kind: "skip" as const, reason: "a summary would not shrink the prompt by a quarter" } : candidate;
         if (backoff !== null) o.metrics?.compactions.inc({ reason, outcome: "backoff" });
         else if (plan!.kind === "skip") {
           o.metrics?.compactions.inc({ reason, outcome: "skipped" });
@@ -167,15 +179,15 @@ export function createCompactor(o: CompactorOptions) {
           next = await compact(run, sessionId, history, stored(plan!.keepFrom), { before: total, after: plan!.tokensAfter }, reason);
         }
       }
-      if (next) return { history: next, messages: await build(next, fresh) };
+      if (next) return { history: next, messages: await build(next, fresh), changed: true };
       // Nothing compacted: keep the newest turns that fit, dropping the oldest.
       const budget = reason === "overflow" ? Math.min(s.threshold * s.windowTokens - other, turnTokens / 2) : HARD_LIMIT * s.windowTokens - other;
       const from = stored(fitTurns(planned, budget));
-      if (from === 0) return { history, messages };
+      if (from === 0) return { history, messages, changed: false };
       o.metrics?.truncations.inc();
       run.logger.warn({ sessionId, droppedTurns: from }, "prompt cut to fit the model's window: its oldest turns are left out");
       const cut = { compaction: history.compaction, turns: history.turns.slice(from) };
-      return { history: cut, messages: await build(cut, fresh) };
+      return { history: cut, messages: await build(cut, fresh), changed: true };
     },
   };
 }

@@ -21,6 +21,11 @@ export const CoveredFacts = z.object({
 });
 export type CoveredFacts = z.infer<typeof CoveredFacts>;
 
+/** The header stays a line: the chats and people seen last, and each one's last role changes. */
+const MAX_CHATS = 5;
+const MAX_PARTICIPANTS = 20;
+const MAX_ROLE_CHANGES = 4;
+
 const pushRoles = (seen: string[][], tags: string[]) => {
   if (seen.length === 0 || seen.at(-1)!.join(",") !== tags.join(",")) seen.push(tags);
 };
@@ -35,18 +40,22 @@ export function coveredFacts(turns: readonly Turn[], previous: unknown = null): 
     if (!turn.ok || turn.value.role !== "user") continue;
     const context = turn.value.metadata.message_context;
     if (!context) continue;
-    chats.add(`${context.channel} ${context.chatType}${context.chatDisplayName ? ` "${context.chatDisplayName}"` : ""}`);
+    // Re-added at the end: the lists are in order of last appearance, and capped from the front.
+    const chat = `${context.channel} ${context.chatType}${context.chatDisplayName ? ` "${context.chatDisplayName}"` : ""}`;
+    chats.delete(chat);
+    chats.add(chat);
     const seen = roles.get(context.senderLabel) ?? [];
     pushRoles(seen, [...context.roles].sort());
-    roles.set(context.senderLabel, seen);
+    roles.delete(context.senderLabel);
+    roles.set(context.senderLabel, seen.slice(-MAX_ROLE_CHANGES));
   }
   const times = turns.map((t) => t.createdAt.getTime());
   if (before.success) times.push(Date.parse(before.data.first_at), Date.parse(before.data.last_at));
   return {
     first_at: new Date(Math.min(...times)).toISOString(),
     last_at: new Date(Math.max(...times)).toISOString(),
-    chats: [...chats],
-    roles: Object.fromEntries(roles),
+    chats: [...chats].slice(-MAX_CHATS),
+    roles: Object.fromEntries([...roles].slice(-MAX_PARTICIPANTS)),
   };
 }
 

@@ -7,8 +7,9 @@ const WIDE = /[^\u0000-\u007f]/gu;
 const MESSAGE_OVERHEAD = 4;
 
 /**
- * An estimate of the tokens `text` costs, on the high side: one per character beyond ASCII
- * (CJK, Cyrillic, Arabic, Thai, emoji), one per four ASCII characters. No tokenizer: the deployment may run any model behind an
+ * A rough estimate of the tokens `text` costs: one per character beyond ASCII (CJK,
+ * Cyrillic, Arabic, Thai, emoji), one per four ASCII characters (JSON, ids and base64 can
+ * cost more; the threshold's margin and the API's overflow answer cover that). No tokenizer: the deployment may run any model behind an
  * OpenAI-compatible API, whose tokenizer Nahida does not know; the estimate only decides
  * when to compact, and the API's own count (usage) is what is reported.
  */

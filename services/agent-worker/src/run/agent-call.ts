@@ -78,17 +78,20 @@ export function createAgentCaller(o: AgentCallerOptions): AgentCaller {
     const history = await run.history(sessionId);
     let prepared = o.compactor
       ? await o.compactor.prepare(run, sessionId, history, fresh, "threshold")
-      : { history, messages: await o.contextBuilder.build(history.turns, fresh, history.compaction) };
+      : { history, messages: await o.contextBuilder.build(history.turns, fresh, history.compaction), changed: false };
     if (run.lane.signal.reason instanceof RunStoppedError) return { kind: "silent" };
     const immediateCalls = new Map(run.immediateCalls);
     let result = await invoke(o, run, sessionId, prepared.messages, options);
     // The API's count is the one that matters: compact once (or cut) and try once more.
     if (result.kind === "overflow" && o.compactor) {
       prepared = await o.compactor.prepare(run, sessionId, prepared.history, fresh, "overflow");
-      // As in a retried run: the retry's n-th waited-for event or spawn is the first attempt's, found again.
-      run.immediateCalls.clear();
-      for (const [key, n] of immediateCalls) run.immediateCalls.set(key, n);
-      result = await invoke(o, run, sessionId, prepared.messages, options);
+      // The same prompt again would only overflow again (the run's new turns alone are too long).
+      if (prepared.changed) {
+        // As in a retried run: the retry's n-th waited-for event or spawn is the first attempt's, found again.
+        run.immediateCalls.clear();
+        for (const [key, n] of immediateCalls) run.immediateCalls.set(key, n);
+        result = await invoke(o, run, sessionId, prepared.messages, options);
+      }
     }
     if (result.kind === "overflow") {
       run.logger.error({ sessionId, laneKey: run.lane.laneKey }, "the prompt overflows the model's window even after compaction");
