@@ -61,11 +61,17 @@ describe("history compaction with a 32k window", () => {
   const sessionOf = async (chat: number) =>
     (await db.query("SELECT current_session_id AS id FROM chats WHERE address = $1", [`telegram:private:${chat}`])).rows[0].id as string;
 
-  it("keeps a 400-turn session under the window: the summary request has the covered envelopes, the next request the summary and the recent turns", async () => {
-    const chat = 930000001;
+  /** A chat with one exchange, then `turns` more written straight into its session; its session id. */
+  async function chatWithHistory(chat: number, turns: number): Promise<string> {
     await talk(chat, 1);
     const session = await sessionOf(chat);
-    await prefill(db, session, 400);
+    await prefill(db, session, turns);
+    return session;
+  }
+
+  it("keeps a 400-turn session under the window: the summary request has the covered envelopes, the next request the summary and the recent turns", async () => {
+    const chat = 930000001;
+    const session = await chatWithHistory(chat, 400);
     const before = h.openai.requests.length;
     for (let n = 2; n <= 6; n++) await talk(chat, n);
     const requests = h.openai.requests.slice(before);
@@ -117,10 +123,8 @@ describe("history compaction with a 32k window", () => {
 
   it("compacts once on a context-overflow answer and retries once; a second overflow fails the run with the reason, without looping", async () => {
     const chat = 930000002;
-    await talk(chat, 1);
-    const session = await sessionOf(chat);
     // Under the threshold by the estimate; the API says it overflows anyway.
-    await prefill(db, session, 120);
+    const session = await chatWithHistory(chat, 120);
     const summariesBefore = summaries;
     overflowMain = 1;
     expect(await talk(chat, 2)).toMatch(/^answer \d+$/);
@@ -148,9 +152,7 @@ describe("history compaction with a 32k window", () => {
   it("a failed summary leaves the session answering with a cut prompt, and is not tried again on the next message", async () => {
     const truncationsBefore = await metric("nahida_context_truncations_total");
     const chat = 930000003;
-    await talk(chat, 1);
-    const session = await sessionOf(chat);
-    await prefill(db, session, 400);
+    const session = await chatWithHistory(chat, 400);
     failSummaries = true;
     try {
       const summariesBefore = summaries;
@@ -172,9 +174,7 @@ describe("history compaction with a 32k window", () => {
 
   it("/compact summarizes the earlier conversation now, keeping the recent turns; with only those left, a second one says why not", async () => {
     const chat = 930000004;
-    await talk(chat, 1);
-    const session = await sessionOf(chat);
-    await prefill(db, session, 20);
+    const session = await chatWithHistory(chat, 20);
     const summariesBefore = summaries;
     expect(await talk(chat, 2, "/compact")).toMatch(/^Summarized 16 earlier turns; the conversation now takes about \d+ tokens of the model's window instead of \d+\. Nothing is deleted\.$/);
     expect(summaries - summariesBefore).toBe(1);

@@ -6,14 +6,17 @@ export interface EnvIssue {
   message: string;
 }
 
+/** The set variables: empty strings mean "unset", as in docker-compose files and shell exports. */
+export function cleanEnv(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ""));
+}
+
 /**
  * Validates an environment record against a schema and reports every bad variable at
  * once, each by name. Libraries never call this with `process.env`; services do, once.
  */
 export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): Result<z.infer<S>, EnvIssue[]> {
-  // Empty strings mean "unset", as in docker-compose files and shell exports.
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
-  const parsed = schema.safeParse(cleaned);
+  const parsed = schema.safeParse(cleanEnv(env));
   if (parsed.success) return ok(parsed.data);
   return err(
     parsed.error.issues.map((issue) => ({

@@ -21,6 +21,39 @@ export interface CommandDefinition<C> {
 /** `defineCommand({...})`: a command with its handler's types inferred. */
 export const defineCommand = (definition: CommandDefinition<CommandContext>): CommandDefinition<CommandContext> => definition;
 
+/** The context's methods that change the chat a command is used in, by what a refusal calls them. */
+const CHAT_CHANGES = {
+  rotateSession: "start a new session",
+  clearHistory: "clear the history",
+  setTriggerMode: "change the trigger mode",
+  setQueueMode: "change the queue mode",
+  setSendOverride: "change /send",
+  consumeStopped: "stop a reply",
+  stopSubagents: "stop sub-agents",
+  compact: "compact the conversation",
+} as const satisfies Partial<Record<keyof CommandContext, string>>;
+
+/**
+ * `context` as a command that may not change its chat (`chat`) or its cron jobs (`cron`)
+ * sees it: a chat change throws `refusal(what, "chat")`, a cron change is refused with
+ * `refusal("change cron jobs", "cron")`.
+ * The host uses it for a plugin without `permissions.chat` and for a cron job's command.
+ */
+export function withoutChanges(context: CommandContext, refusal: (what: string, kind: "chat" | "cron") => string, o: { chat: boolean; cron: boolean }): CommandContext {
+  const chat = o.chat
+    ? Object.fromEntries(
+        Object.entries(CHAT_CHANGES).map(([method, what]) => [
+          method,
+          () => {
+            throw new Error(refusal(what, "chat"));
+          },
+        ]),
+      )
+    : {};
+  const cronRefused = async () => refusal("change cron jobs", "cron");
+  return { ...context, ...chat, ...(o.cron ? { cron: { ...context.cron, remove: cronRefused, setEnabled: cronRefused } } : {}) };
+}
+
 /** A cron job as `/cron` shows it. */
 export interface ChatCronJob {
   id: string;

@@ -27,7 +27,7 @@ export interface LedgerReader {
   policies: Pick<PolicyRepository, "sendPolicy">;
   cron: Pick<CronRepository, "get" | "list">;
   tasks: Pick<BackgroundTaskRepository, "getMany" | "listByParent">;
-  compactions: Pick<CompactionRepository, "latest" | "ranges">;
+  compactions: Pick<CompactionRepository, "forHistory">;
 }
 
 /** The bot's workspace as a plugin may use it (`permissions.workspace`); every path stays inside it. */

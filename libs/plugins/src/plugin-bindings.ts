@@ -20,7 +20,7 @@ const LEDGER_METHODS = {
   policies: ["sendPolicy"],
   cron: ["get", "list"],
   tasks: ["getMany", "listByParent"],
-  compactions: ["latest", "ranges"],
+  compactions: ["forHistory"],
 } as const satisfies { [P in keyof LedgerReader]: readonly (keyof LedgerReader[P])[] };
 
 /**

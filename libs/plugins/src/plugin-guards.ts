@@ -2,6 +2,7 @@ import { readFile, stat } from "node:fs/promises";
 import { err, type Result } from "@nahida/contracts";
 import {
   sendPolicyRefusal,
+  withoutChanges,
   type CommandContext,
   type CommandDefinition,
   type EffectRefusal,
@@ -97,26 +98,8 @@ export function guardTool(manifest: PluginManifest, tool: ToolDefinition, ledger
 export function guardCommand(manifest: PluginManifest, command: CommandDefinition<CommandContext>): CommandDefinition<CommandContext> {
   const { id, permissions } = manifest;
   if (permissions.chat && permissions.cron) return command;
-  const refuse = (what: string, permission: string) => () => {
-    throw new Error(`plugin ${id} may not ${what}: its plugin.yaml does not grant permissions.${permission}`);
-  };
-  const cronRefusal = `plugin ${id} may not change cron jobs: its plugin.yaml does not grant permissions.cron`;
-  const guard = (context: CommandContext): CommandContext => ({
-    ...context,
-    ...(permissions.chat
-      ? {}
-      : {
-          rotateSession: refuse("start a new session", "chat"),
-          clearHistory: refuse("clear the history", "chat"),
-          setTriggerMode: refuse("change the trigger mode", "chat"),
-          setQueueMode: refuse("change the queue mode", "chat"),
-          setSendOverride: refuse("change /send", "chat"),
-          consumeStopped: refuse("take a /stop", "chat"),
-          stopSubagents: refuse("stop sub-agents", "chat"),
-          compact: refuse("compact the conversation", "chat"),
-        }),
-    ...(permissions.cron ? {} : { cron: { ...context.cron, remove: async () => cronRefusal, setEnabled: async () => cronRefusal } }),
-  });
+  const refusal = (what: string, kind: "chat" | "cron") => `plugin ${id} may not ${what}: its plugin.yaml does not grant permissions.${kind}`;
+  const guard = (context: CommandContext) => withoutChanges(context, refusal, { chat: !permissions.chat, cron: !permissions.cron });
   return { ...command, handler: (invocation) => command.handler({ ...invocation, context: guard(invocation.context) }) };
 }
 

@@ -20,7 +20,8 @@ import {
 } from "@nahida/plugin-sdk";
 import { guardCommand, guardTool, pluginWorkspace } from "./plugin-guards";
 import { guardedFetch } from "./plugin-fetch";
-import { isInside, locatePlugin, rangeRefusal, readManifest } from "./plugin-manifest.reader";
+import { isInside } from "@nahida/workspace";
+import { locatePlugin, rangeRefusal, readManifest } from "./plugin-manifest.reader";
 import { LoadedPlugins, type LoadedPlugin } from "./loaded-plugins";
 import { LoadedPluginBindings, type PluginBindings } from "./plugin-bindings";
 
@@ -103,8 +104,9 @@ async function checkManifests(o: LoadPluginsOptions): Promise<Result<Found[], Pl
     const m = manifest.value;
     const refusals = [rangeRefusal("nahida", m.nahida, o.hostVersion), rangeRefusal("sdk", m.sdk, SDK_VERSION)].filter((r) => r !== null);
     for (const message of refusals) issues.push({ plugin: m.id, message });
-    if (found.some((f) => f.manifest.id === m.id)) {
-      issues.push({ plugin: m.id, message: `is listed twice (${found.find((f) => f.manifest.id === m.id)!.entry.spec} and ${entry.spec})` });
+    const twin = found.find((f) => f.manifest.id === m.id);
+    if (twin) {
+      issues.push({ plugin: m.id, message: `is listed twice (${twin.entry.spec} and ${entry.spec})` });
       continue;
     }
     for (const tool of m.provides.tools) claim("tool", tool, m.id);

@@ -1,17 +1,13 @@
 import { readFile, realpath, stat } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import semver from "semver";
 import { parse as parseYaml } from "yaml";
 import { err, ok, type Result } from "@nahida/contracts";
 import { PluginManifest } from "@nahida/plugin-sdk";
+import { isInside } from "@nahida/workspace";
 
 const MAX_MANIFEST_BYTES = 64 * 1024;
-
-export const isInside = (root: string, candidate: string): boolean => {
-  const rel = relative(root, candidate);
-  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
-};
 
 /** `./plugins/x`, `../x`, `/abs/x`: a directory; anything else names an npm package. */
 const isPath = (spec: string) => spec.startsWith(".") || isAbsolute(spec);

@@ -7,7 +7,8 @@ export interface WorkspacePathError {
   message: string;
 }
 
-function inside(root: string, candidate: string): boolean {
+/** Whether `candidate` is `root` or lies under it (both absolute, already resolved). */
+export function isInside(root: string, candidate: string): boolean {
   const rel = relative(root, candidate);
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
@@ -36,14 +37,14 @@ export async function resolveWorkspacePath(workspaceDir: string, requested: stri
     return err({ code: "not_found", message: "the workspace directory does not exist" });
   }
   const lexical = resolve(root, requested);
-  if (!inside(root, lexical)) return err({ code: "bad_request", message: `path ${JSON.stringify(requested)} leaves the workspace` });
+  if (!isInside(root, lexical)) return err({ code: "bad_request", message: `path ${JSON.stringify(requested)} leaves the workspace` });
   let real: string;
   try {
     real = await realpath(lexical);
   } catch {
     return err({ code: "not_found", message: `no file ${JSON.stringify(requested)} in the workspace` });
   }
-  if (!inside(root, real)) {
+  if (!isInside(root, real)) {
     return err({ code: "bad_request", message: `path ${JSON.stringify(requested)} points outside the workspace (symlink)` });
   }
   const info = await stat(real).catch(() => null);

@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { baseEnvSchema, parseEnv, port, positiveMs, type EnvIssue } from "@nahida/config";
+import { baseEnvSchema, cleanEnv, parseEnv, port, positiveMs, type EnvIssue } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import type { ChannelModule } from "@nahida/channels";
 import { err, ok, type Result } from "@nahida/contracts";
@@ -120,8 +120,7 @@ export interface ReadLauncherEnvOptions {
  * kinds, so while a plugin is refused only the fixed variables are checked beside it.
  */
 export async function readLauncherEnv(env: Record<string, string | undefined>, options: ReadLauncherEnvOptions = {}): Promise<Result<LauncherEnv, EnvIssue[]>> {
-  // Empty strings mean "unset", as in docker-compose files and shell exports.
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== "")) as Record<string, string>;
+  const cleaned = cleanEnv(env);
   const listed = (cleaned.NAHIDA_PLUGINS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const loaded = await loadPlugins({
     entries: [...BUNDLED_PLUGINS, ...listed.map((spec) => ({ spec, bundled: false }))],

@@ -32,14 +32,16 @@ export class CompactionRepository {
     return (tx ?? this.prisma).sessionCompaction.findFirst({ where: { sessionId }, orderBy: { throughSeq: "desc" } });
   }
 
-  /** The turns each of the session's checkpoints summarized, oldest first (a handful of rows even for a long session). */
-  async ranges(sessionId: string): Promise<{ fromSeq: bigint; throughSeq: bigint }[]> {
-    return this.prisma.sessionCompaction.findMany({ where: { sessionId }, orderBy: { throughSeq: "asc" }, select: { fromSeq: true, throughSeq: true } });
-  }
-
-  /** The session's checkpoints, newest first. */
-  list(sessionId: string, limit: number): Promise<Compaction[]> {
-    return this.prisma.sessionCompaction.findMany({ where: { sessionId }, orderBy: { throughSeq: "desc" }, take: limit });
+  /**
+   * What a history page marks: the newest checkpoint and the turns each checkpoint
+   * summarized (a handful of rows even for a long session); null without a checkpoint.
+   */
+  async forHistory(sessionId: string): Promise<{ newest: Compaction; summarized: { fromSeq: bigint; throughSeq: bigint }[] } | null> {
+    const [newest, summarized] = await Promise.all([
+      this.latest(sessionId),
+      this.prisma.sessionCompaction.findMany({ where: { sessionId }, orderBy: { throughSeq: "asc" }, select: { fromSeq: true, throughSeq: true } }),
+    ]);
+    return newest && { newest, summarized };
   }
 
   /**

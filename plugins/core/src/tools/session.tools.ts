@@ -190,8 +190,8 @@ export function sessionTools(o: SessionToolsOptions) {
       }),
       async execute(args, context) {
         const session = await visibleSession(context, args.session_id);
-        const [page, newest, summarized] = await Promise.all([o.turns.page(session.id, args.limit, args.offset), o.compactions.latest(session.id), o.compactions.ranges(session.id)]);
-        return historyPageView(page, args.offset, newest && { newest, summarized });
+        const [page, compaction] = await Promise.all([o.turns.page(session.id, args.limit, args.offset), o.compactions.forHistory(session.id)]);
+        return historyPageView(page, args.offset, compaction);
       },
     }),
     defineTool({

@@ -116,6 +116,20 @@ export function createCompactor(o: CompactorOptions) {
     return { compaction: checkpoint, turns: history.turns.slice(keepFrom) };
   }
 
+  /**
+   * The history's turns as the plan sees them (an unreadable turn is not planned), their
+   * tokens, and a planned index as an index of the stored turns.
+   */
+  function plannedTurns(history: SessionHistory): { planned: PlannedTurn[]; turnTokens: number; stored(index: number): number } {
+    const rendered = o.contextBuilder.render(history.turns);
+    const planned = rendered.map((r) => ({ tokens: estimateMessage(r.message), startsWindow: r.startsWindow }));
+    return {
+      planned,
+      turnTokens: planned.reduce((n, t) => n + t.tokens, 0),
+      stored: (index) => (index >= rendered.length ? history.turns.length : history.turns.indexOf(rendered[index]!.stored as Turn)),
+    };
+  }
+
   return {
     /**
      * `/compact`: summarizes the session's history now, whatever its size, keeping the recent
@@ -128,16 +142,15 @@ export function createCompactor(o: CompactorOptions) {
       const history = await run.history(sessionId);
       const messages = await build(history, []);
       const total = estimateMessages(messages) + o.toolsTokens;
-      const rendered = o.contextBuilder.render(history.turns);
-      const planned = rendered.map((r) => ({ tokens: estimateMessage(r.message), startsWindow: r.startsWindow }));
-      const other = total - planned.reduce((n, t) => n + t.tokens, 0) - estimateCheckpoint(history) + HEADER_ALLOWANCE;
+      const { planned, turnTokens, stored } = plannedTurns(history);
+      const other = total - turnTokens - estimateCheckpoint(history) + HEADER_ALLOWANCE;
       // Whatever the size: keep the recent turns (by count), summarize the rest.
       const plan = planCut(planned, other, { ...s, keepTokens: 0, threshold: Number.POSITIVE_INFINITY });
       if (plan.kind === "skip") {
         o.metrics?.compactions.inc({ reason: "command", outcome: "skipped" });
         return { ok: false, reason: plan.reason };
       }
-      const keepFrom = plan.keepFrom >= rendered.length ? history.turns.length : history.turns.indexOf(rendered[plan.keepFrom]!.stored as Turn);
+      const keepFrom = stored(plan.keepFrom);
       const next = await compact(run, sessionId, history, keepFrom, { before: total, after: plan.tokensAfter }, "command");
       if (!next) return { ok: false, reason: "the summary failed; try again later" };
       return { ok: true, coveredTurns: keepFrom, tokensBefore: total, tokensAfter: plan.tokensAfter };
@@ -153,11 +166,7 @@ export function createCompactor(o: CompactorOptions) {
       const total = estimateMessages(messages) + o.toolsTokens;
       const full = history.turns.length >= s.maxTurns;
       if (reason === "threshold" && total <= s.threshold * s.windowTokens && !full) return { history, messages, changed: false };
-      const rendered = o.contextBuilder.render(history.turns);
-      const planned: PlannedTurn[] = rendered.map((r) => ({ tokens: estimateMessage(r.message), startsWindow: r.startsWindow }));
-      // A planned index as an index of the stored turns (an unreadable turn is not planned).
-      const stored = (index: number) => (index >= rendered.length ? history.turns.length : history.turns.indexOf(rendered[index]!.stored as Turn));
-      const turnTokens = planned.reduce((n, t) => n + t.tokens, 0);
+      const { planned, turnTokens, stored } = plannedTurns(history);
       const other = total - turnTokens;
       // The API counted more than the estimate: keep at most half of what there is.
       const settings = reason === "overflow" ? { ...s, keepTokens: Math.min(s.keepTokens, Math.floor(turnTokens / 2)) } : s;

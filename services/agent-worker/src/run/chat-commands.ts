@@ -3,7 +3,7 @@ import { isTerminalTask } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { BackgroundTaskRepository, CronRepository } from "@nahida/db";
 import { stoppedKey } from "./agent-call";
-import type { ChatCronJobs, CommandContext } from "@nahida/plugin-sdk";
+import { withoutChanges, type ChatCronJobs, type CommandContext } from "@nahida/plugin-sdk";
 import type { CommandRouter } from "../commands/command-router";
 import { cronWriteEffect } from "./effects/cron-write.effect";
 import { taskLedgerEffect } from "./effects/task-ledger.effect";
@@ -109,20 +109,5 @@ export function commandContext(o: ChatCommandsOptions, run: Run, senderRoles: re
  * the cron run fails with the reason.
  */
 export function scheduledCommandContext(o: ChatCommandsOptions, run: Run): CommandContext {
-  const refuse = (what: string) => () => {
-    throw new Error(`a scheduled job cannot ${what}`);
-  };
-  const context = commandContext(o, run, []);
-  return {
-    ...context,
-    rotateSession: refuse("start a new session"),
-    clearHistory: refuse("clear the history"),
-    setTriggerMode: refuse("change the trigger mode"),
-    setQueueMode: refuse("change the queue mode"),
-    setSendOverride: refuse("change /send"),
-    consumeStopped: refuse("stop a reply"),
-    stopSubagents: refuse("stop sub-agents"),
-    compact: refuse("compact the conversation"),
-    cron: { ...context.cron, remove: async () => "a scheduled job cannot change cron jobs", setEnabled: async () => "a scheduled job cannot change cron jobs" },
-  };
+  return withoutChanges(commandContext(o, run, []), (what) => `a scheduled job cannot ${what}`, { chat: true, cron: true });
 }

@@ -55,12 +55,8 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
     async (request) => {
       const session = await sessions.get(request.params.id);
       if (!session) throw new NahidaError("not_found", `session ${request.params.id} does not exist`);
-      const [page, newest, summarized] = await Promise.all([
-        turns.page(session.id, request.query.limit, request.query.offset),
-        compactions.latest(session.id),
-        compactions.ranges(session.id),
-      ]);
-      return historyPageView(page, request.query.offset, newest && { newest, summarized });
+      const [page, compaction] = await Promise.all([turns.page(session.id, request.query.limit, request.query.offset), compactions.forHistory(session.id)]);
+      return historyPageView(page, request.query.offset, compaction);
     },
   );
 };
