@@ -44,7 +44,7 @@ describe("the example weather plugin, installed through NAHIDA_PLUGINS, through 
     const res = await admin("GET", "/api/plugins");
     expect(res.status).toBe(200);
     const plugins = res.body.plugins as { id: string; bundled: boolean; provides: { tools: string[]; commands: string[]; channels: { kind: string }[] }; permissions: { network: string[] } }[];
-    expect(plugins.map((p) => [p.id, p.bundled])).toEqual([["core", true], ["telegram", true], ["milky", true], ["weather", false]]);
+    expect(plugins.map((p) => [p.id, p.bundled])).toEqual([["core", true], ["telegram", true], ["milky", true], ["web", true], ["weather", false]]);
     const weather = plugins.find((p) => p.id === "weather")!;
     expect(weather.provides).toEqual({ tools: ["weather_now", "weather_share"], commands: ["weather"], channels: [] });
     expect(weather.permissions.network).toContain("config:forecast_url");

@@ -191,7 +191,7 @@ describe("launcher", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("  GATEWAY_PORT: ");
     expect(result.stderr).toContain('  NAHIDA_CHANNELS: channel name "Bad" must match [a-z][a-z0-9_-]*\n');
-    expect(result.stderr).toContain('  NAHIDA_CHANNELS: unknown kind "milkyway" of channel qq; known: telegram, milky\n');
+    expect(result.stderr).toContain('  NAHIDA_CHANNELS: unknown kind "milkyway" of channel qq; known: telegram, milky, web\n');
     expect(result.stderr).toContain("  SUPPORT_BOT_TOKEN: is required for channel support in NAHIDA_CHANNELS");
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });

@@ -79,8 +79,12 @@ export async function startHarness(
  * Another gateway process on the harness's database and queues, as a second replica behind
  * a load balancer; resolves once it has started, with its base URL.
  */
-export async function spawnGatewayReplica(h: Harness, apiToken: string): Promise<{ process: SpawnedProcess; base: string }> {
-  const port = await freePort();
+export async function spawnGatewayReplica(
+  h: Harness,
+  apiToken: string,
+  options: { env?: Record<string, string>; port?: number } = {},
+): Promise<{ process: SpawnedProcess; base: string; port: number }> {
+  const port = options.port ?? (await freePort());
   const child = await spawnTsProcess(
     "services/launcher/src/main.ts",
     {
@@ -94,10 +98,11 @@ export async function spawnGatewayReplica(h: Harness, apiToken: string): Promise
       TELEGRAM_API_ROOT: h.telegram.apiRoot,
       NAHIDA_WORKSPACE_DIR: h.workspaceDir,
       LOG_LEVEL: "info",
+      ...options.env,
     },
     { readyText: "nahida started", timeoutMs: 45_000 },
   );
-  return { process: child, base: `http://127.0.0.1:${port}` };
+  return { process: child, base: `http://127.0.0.1:${port}`, port };
 }
 
 /** Waits until the fake Telegram has recorded `count` sends (messages, photos, documents) to a chat. */

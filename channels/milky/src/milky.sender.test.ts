@@ -78,7 +78,7 @@ describe("MilkySender", () => {
 
   const progress = (): SendProgress & { ids: string[] } => {
     const ids: string[] = [];
-    return { sentParts: 0, ids, recordPart: async (_index, id) => void ids.push(id) };
+    return { deliveryId: "test-delivery", sentParts: 0, ids, recordPart: async (_index, id) => void ids.push(id) };
   };
   const outbound = (text: string, attachments: Attachment[] = [], replyTo?: string): OutboundMessage => ({ text, attachments, extra: {}, ...(replyTo ? { replyTo } : {}) });
   const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (e: unknown) => e as ChannelSendError);

@@ -93,7 +93,7 @@ describe("TelegramSender", () => {
 
   const noProgress = (): SendProgress & { ids: string[] } => {
     const ids: string[] = [];
-    return { sentParts: 0, ids, recordPart: async (_index, id) => void ids.push(id) };
+    return { deliveryId: "test-delivery", sentParts: 0, ids, recordPart: async (_index, id) => void ids.push(id) };
   };
   const outbound = (text: string, attachments: Attachment[] = [], replyTo?: string): OutboundMessage => ({
     text,

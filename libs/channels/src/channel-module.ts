@@ -1,3 +1,4 @@
+import type { FastifyPluginAsync } from "fastify";
 import type { Redis } from "ioredis";
 import type { z } from "zod";
 import type { Readiness } from "@nahida/contracts";
@@ -18,6 +19,10 @@ export interface ChannelInstance<Config = unknown> {
 export interface ChannelSenderDeps {
   /** Attachments given as paths are resolved inside this directory. */
   workspaceDir?: string;
+  /** The shared Redis, for a channel whose platform is Nahida's own (the web chat publishes answers through it). */
+  redis: Redis;
+  /** Queue prefix; namespaces what the sender keeps or publishes in Redis. */
+  prefix: string;
 }
 
 export interface ChannelIngressDeps {
@@ -49,6 +54,48 @@ export interface RunningChannelIngress {
   describe?: Record<string, string | number | undefined>;
 }
 
+/** A message of a chat as its own page shows it: what a visitor said, and what was sent to the chat. */
+export interface ChatTranscriptEntry {
+  /** `in`: an inbound message (its id is the platform's message id); `out`: a delivery. */
+  direction: "in" | "out";
+  /** The inbound message's platform id, or the delivery's id. */
+  id: string;
+  /** The InboundMessage or the OutboundMessage contract, as stored. */
+  message: unknown;
+  /** When it was received, or sent (queued, while the send is under way). */
+  at: Date;
+}
+
+/** Reads a chat's recent messages from the ledger, oldest first. */
+export type ChatTranscript = (chatAddress: string, limit: number) => Promise<ChatTranscriptEntry[]>;
+
+/** What a channel's routes on the gateway are given. */
+export interface ChannelRouteDeps {
+  /** Every inbound event is stored and enqueued through it. */
+  intake: Intake;
+  /** The shared Redis (rate limits, publishing). */
+  redis: Redis;
+  /** A new Redis connection for a subscriber (pub/sub holds its connection); closed by the launcher. */
+  createSubscriber(purpose: string): Redis;
+  /** Queue prefix; namespaces what the routes keep in Redis. */
+  prefix: string;
+  /** The chat's recent messages, for a page that shows a conversation. */
+  transcript: ChatTranscript;
+  logger: Logger;
+}
+
+/**
+ * A channel the gateway itself serves (the web chat): its routes are mounted on the
+ * gateway's server, which also serves WebSocket routes (`@fastify/websocket`: a route with
+ * `websocket: true`). Every gateway replica serves them.
+ */
+export interface ChannelRoutes {
+  /** Mounted at the gateway's root; paths are the routes' own. */
+  plugin: FastifyPluginAsync;
+  /** Where a person opens it, for the start log line (`/chat`). */
+  path: string;
+}
+
 /** A configuration problem the launcher reports with the others, one line per variable. */
 export interface ChannelConfigIssue {
   /** The variable as the operator sets it, as named by the `variable` callback. */
@@ -73,8 +120,8 @@ export class ChannelStartError extends Error {
 
 /**
  * A channel kind (port): what the launcher needs to configure, send through and run the
- * ingress of any number of its instances. Adding a channel is one module and one entry in
- * the launcher's list.
+ * ingress of any number of its instances. Adding a channel is one module, registered by a
+ * plugin (docs/plugins.md).
  */
 export interface ChannelModule<Config = unknown> {
   /** `telegram`; the launcher runs the ingress of every instance of this kind as `ingress-<kind>`. */
@@ -95,6 +142,12 @@ export interface ChannelModule<Config = unknown> {
   validate?(instances: readonly ChannelInstance<Config>[], variable: (instance: ChannelInstance<Config>, name: string) => string): ChannelConfigIssue[];
   /** The sender of one instance; its `channel` must be `instance.name`. */
   createSender(instance: ChannelInstance<Config>, deps: ChannelSenderDeps): ChannelSender;
-  /** Starts taking the instance's platform events; rejects with a {@link ChannelStartError} when a variable is to blame. */
-  startIngress(instance: ChannelInstance<Config>, deps: ChannelIngressDeps): Promise<RunningChannelIngress>;
+  /**
+   * Starts taking the instance's platform events; rejects with a {@link ChannelStartError}
+   * when a variable is to blame. A kind without it has no `ingress-<kind>` service: its
+   * events come in through {@link gatewayRoutes}.
+   */
+  startIngress?(instance: ChannelInstance<Config>, deps: ChannelIngressDeps): Promise<RunningChannelIngress>;
+  /** Routes the gateway serves for the instance (a page, a WebSocket), on every replica. */
+  gatewayRoutes?(instance: ChannelInstance<Config>, deps: ChannelRouteDeps): ChannelRoutes;
 }

@@ -2,6 +2,11 @@ import type { ChatAddress, OutboundMessage } from "@nahida/contracts";
 
 /** Where a send stands; parts before `sentParts` were accepted by the platform already. */
 export interface SendProgress {
+  /**
+   * The delivery's id: the same on every attempt, so a platform that de-duplicates by a
+   * client-chosen id (the web chat) can name each part `${deliveryId}:${index}`.
+   */
+  deliveryId: string;
   sentParts: number;
   /**
    * Persists that part `index` was accepted, with the platform's message id; `last` is true

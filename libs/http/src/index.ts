@@ -3,3 +3,6 @@ export * from "./readiness";
 export * from "./metrics.route";
 export * from "./json-body.plugin";
 export * from "./server-options";
+export * from "./cookies";
+export * from "./browser-bundle";
+export * from "./page-security";

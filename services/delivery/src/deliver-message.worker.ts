@@ -140,6 +140,7 @@ export function createDeliverMessageHandler(o: DeliverMessageOptions) {
     const sendStarted = performance.now();
     try {
       await sender.send(address.value, message.data, {
+        deliveryId,
         sentParts: started.sentParts,
         recordPart: async (index, platformMessageId, last) => {
           const recorded = await throughOutage(deliveryId, `accepted part ${index}`, () =>

@@ -1,7 +1,9 @@
+import websocket from "@fastify/websocket";
 import type { FastifyPluginAsync } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { ChannelRoutes } from "@nahida/channels";
 import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { ApiTokenRepository, CompactionRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
@@ -67,7 +69,12 @@ export interface AppOptions {
   api?: ApiOptions;
   /** `/metrics` (Prometheus text) for the process's registry; not served without it. */
   metrics?: MetricsRouteOptions;
+  /** The routes of channels the gateway serves itself (the web chat), public like a webhook. */
+  channels?: readonly ChannelRoutes[];
 }
+
+/** Largest WebSocket message a browser may send (a chat message is far smaller). */
+const WEBSOCKET_MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /** The gateway application as a Fastify plugin, so tests and the server mount the same thing. */
 export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
@@ -77,6 +84,10 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(jsonBodyPlugin);
   await fastify.register(healthRoutes, { probes: options.probes });
   if (options.metrics) await fastify.register(metricsRoute, options.metrics);
+  if (options.channels?.length) {
+    await fastify.register(websocket, { options: { maxPayload: WEBSOCKET_MAX_PAYLOAD_BYTES } });
+    for (const channel of options.channels) await fastify.register(channel.plugin);
+  }
   const api = options.api;
   if (!api) return;
   await fastify.register(openApiPlugin);

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { ChannelRoutes } from "@nahida/channels";
 import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { Database, Repositories } from "@nahida/db";
@@ -39,6 +40,8 @@ export interface GatewayOptions {
   metrics?: MetricsRouteOptions;
   /** The loaded plugins, for `GET /api/plugins`. */
   plugins: readonly PluginView[];
+  /** Channels the gateway serves itself (the web chat's page and socket). */
+  channels?: readonly ChannelRoutes[];
 }
 
 export interface RunningGateway {
@@ -58,6 +61,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       { name: "redis", check: () => pingRedis(options.redis, 2_000) },
     ],
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.channels ? { channels: options.channels } : {}),
     api: {
       deliveries,
       sessions,

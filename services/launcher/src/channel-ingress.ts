@@ -15,6 +15,8 @@ export async function startChannelIngress(
   deps: ChannelIngressDeps,
 ): Promise<{ stop(): Promise<void>; readiness(): Promise<Readiness> }> {
   const kind = ingressKind(service);
+  const startInstance = module.startIngress?.bind(module);
+  if (!startInstance) throw new Error(`channel kind ${kind} has no ingress service`);
   const started: RunningChannelIngress[] = [];
   const names: string[] = [];
   const stop = async () => {
@@ -22,7 +24,7 @@ export async function startChannelIngress(
   };
   for (const instance of instances.filter((c) => c.kind === kind)) {
     try {
-      const ingress = await module.startIngress(instance, deps);
+      const ingress = await startInstance(instance, deps);
       started.push(ingress);
       names.push(instance.name);
       const details = Object.entries(ingress.describe ?? {}).filter(([, value]) => value !== undefined);

@@ -172,8 +172,32 @@ describe("launcher environment: plugins", () => {
     const result = await readLauncherEnv({ NAHIDA_PLUGINS: "./examples/plugins/weather" });
     if (!result.ok) throw new Error(formatEnvIssues(result.error));
     const { plugins } = result.value;
-    expect(plugins.channels().map((c) => c.kind)).toEqual(["telegram", "milky"]);
+    expect(plugins.channels().map((c) => c.kind)).toEqual(["telegram", "milky", "web"]);
     expect(plugins.tools().map((t) => t.name)).toEqual(expect.arrayContaining(["current_time", "sessions_send", "weather_now"]));
     expect(plugins.commands().map((c) => c.name)).toEqual(expect.arrayContaining(["help", "cron", "weather"]));
+  });
+});
+
+describe("launcher environment: web chats", () => {
+  const SECRET = "0123456789abcdef0123456789abcdef";
+
+  it("serves the web chat from the gateway when WEB_SECRET is set: a channel without an ingress service", () => {
+    const env = parsed({ WEB_SECRET: SECRET });
+    expect(env.NAHIDA_SERVICES).toEqual(["gateway", "scheduler", "agent-worker", "delivery"]);
+    expect(env.channels.map((c) => [c.name, c.kind])).toEqual([["web", "web"]]);
+    expect(env.channels[0]!.config).toEqual({ SECRET, ANONYMOUS: false, PATH: "/chat", ORIGINS: [], RATE_PER_MINUTE: 20, TITLE: "Chat", HISTORY_LIMIT: 50 });
+    expect(issues({ WEB_SECRET: SECRET, NAHIDA_SERVICES: "ingress-web" })[0]).toContain("unknown service ingress-web");
+  });
+
+  it("reports a short secret, a bad path or origin, and two chats on one path", () => {
+    expect(issues({ WEB_SECRET: "short", WEB_PATH: "/api/chat", WEB_ORIGINS: "https://shop.example.com, shop.example.com", WEB_ANONYMOUS: "yes" }).sort()).toEqual([
+      "  WEB_ANONYMOUS: must be true or false",
+      "  WEB_ORIGINS: must be origins like https://shop.example.com, comma-separated",
+      "  WEB_PATH: is a path the gateway already serves",
+      "  WEB_SECRET: must be at least 32 characters",
+    ]);
+    expect(issues({ NAHIDA_CHANNELS: "web,shop:web", WEB_SECRET: SECRET, SHOP_SECRET: SECRET, SHOP_PATH: "/chat/shop" })).toEqual([
+      "  SHOP_PATH: /chat/shop overlaps WEB_PATH (/chat); each web chat needs a path of its own",
+    ]);
   });
 });

@@ -18,7 +18,7 @@ export const isIngressService = (name: ServiceName): name is IngressServiceName 
 
 /** Every service this process can run with these channel kinds, in start order; NAHIDA_SERVICES picks a subset. */
 export function serviceNames(modules: readonly ChannelModule[]): ServiceName[] {
-  return ["gateway", ...modules.map((m) => ingressServiceName(m.kind)), "scheduler", "agent-worker", "delivery"];
+  return ["gateway", ...modules.filter((m) => m.startIngress).map((m) => ingressServiceName(m.kind)), "scheduler", "agent-worker", "delivery"];
 }
 
 const serviceList = (known: readonly ServiceName[]) =>

@@ -81,7 +81,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const channelModule = (kind: string) => env.plugins.channels().find((m) => m.kind === kind)!;
   const registry = new ChannelRegistry();
   for (const instance of env.channels) {
-    registry.register(channelModule(instance.kind).createSender(instance, env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}));
+    registry.register(channelModule(instance.kind).createSender(instance, { redis, prefix, ...(env.NAHIDA_WORKSPACE_DIR ? { workspaceDir: env.NAHIDA_WORKSPACE_DIR } : {}) }));
   }
 
   const clock = systemClock;
@@ -124,6 +124,19 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     channels: env.channels.map((c) => c.name),
   });
   const intake = createLaneIntake({ inbound: repositories.inbound, quarantine: repositories.quarantine, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
+  // Channels the gateway serves itself (the web chat): every gateway replica mounts their routes.
+  const channelRoutes = () =>
+    env.channels.flatMap((instance) => {
+      const routes = channelModule(instance.kind).gatewayRoutes?.(instance, {
+        intake,
+        redis,
+        createSubscriber: (purpose) => createConnection(purpose),
+        prefix,
+        transcript: (chat, limit) => repositories.transcripts.recent(chat, limit),
+        logger: logger.child({ component: `channel-${instance.name}` }),
+      });
+      return routes ? [{ name: instance.name, ...routes }] : [];
+    });
   const startIngress = async (name: IngressServiceName): Promise<Stoppable> => {
     const ingress = await startChannelIngress(name, channelModule(ingressKind(name)), env.channels, {
       intake,
@@ -143,6 +156,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const result: RunningNahida = { services: env.NAHIDA_SERVICES, db, metrics, stop: async () => undefined };
   const starters: Record<Exclude<ServiceName, IngressServiceName>, () => Promise<Stoppable>> = {
     gateway: async () => {
+      const channels = channelRoutes();
       const gateway = await startGateway({
         host: env.GATEWAY_HOST,
         port: env.GATEWAY_PORT,
@@ -159,6 +173,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         rateLimitPerMinute: env.NAHIDA_API_RATE_LIMIT_PER_MINUTE,
         metrics: metricsRoute,
         plugins: env.plugins.views(),
+        channels,
         ...(env.NAHIDA_QUEUE_DASHBOARD !== "off"
           ? { dashboard: { queues: Object.values(queues).map((q) => q.queue), readOnly: env.NAHIDA_QUEUE_DASHBOARD === "read-only" } }
           : {}),
@@ -167,7 +182,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       result.gatewayAddress = gateway.address;
       const a = gateway.address;
       const dashboard = env.NAHIDA_QUEUE_DASHBOARD !== "off" ? ` · queues ${a}/admin/queues` : "";
-      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard} · ready ${a}/api/ready · metrics ${a}/metrics`);
+      const pages = channels.map((c) => ` · ${c.name} ${a}${c.path}`).join("");
+      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard}${pages} · ready ${a}/api/ready · metrics ${a}/metrics`);
       if (!env.NAHIDA_API_TOKEN && (await repositories.tokens.list()).every((t) => t.revokedAt)) {
         logger.warn("no API token is configured: the API refuses every request; set NAHIDA_API_TOKEN (an admin token) to use it");
       }

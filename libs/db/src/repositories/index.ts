@@ -11,3 +11,4 @@ export * from "./policy.repository";
 export * from "./background-task.repository";
 export * from "./inbound-quarantine.repository";
 export * from "./compaction.repository";
+export * from "./chat-transcript.repository";

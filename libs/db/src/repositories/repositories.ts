@@ -1,5 +1,6 @@
 import type { Database } from "../database";
 import { ApiTokenRepository } from "./api-token.repository";
+import { ChatTranscriptRepository } from "./chat-transcript.repository";
 import { BackgroundTaskRepository } from "./background-task.repository";
 import { CompactionRepository } from "./compaction.repository";
 import { CronRepository } from "./cron.repository";
@@ -26,6 +27,8 @@ export interface Repositories {
   tasks: BackgroundTaskRepository;
   quarantine: InboundQuarantineRepository;
   compactions: CompactionRepository;
+  /** A chat's messages in and out, for the web chat's page. */
+  transcripts: ChatTranscriptRepository;
 }
 
 export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
@@ -43,5 +46,6 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     tasks: new BackgroundTaskRepository(prisma),
     quarantine: new InboundQuarantineRepository(prisma),
     compactions: new CompactionRepository(prisma),
+    transcripts: new ChatTranscriptRepository(prisma),
   };
 }

@@ -6,6 +6,7 @@ import type { Queue } from "bullmq";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
 import { NahidaError, httpStatusFor } from "@nahida/contracts";
+import { cookieValue } from "@nahida/http";
 import { hashToken } from "@nahida/db";
 import { authorizeTokenHash, bearerSecret } from "../../plugins/auth";
 import type { TokenCache } from "../../plugins/token-cache";
@@ -27,14 +28,6 @@ export interface QueueDashboardOptions {
 }
 
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
-
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const [key, ...rest] = part.trim().split("=");
-    if (key === name) return rest.join("=");
-  }
-  return undefined;
-}
 
 function refuse(reply: FastifyReply, error: NahidaError) {
   return reply.status(httpStatusFor(error.code)).send({ error: { code: error.code, message: error.message } });

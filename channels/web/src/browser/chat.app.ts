@@ -1,0 +1,177 @@
+import type { ChatItem, ClientFrame, ServerFrame } from "../web-chat.protocol";
+import { CLOSE_UNAUTHORIZED } from "../web-chat.protocol";
+import { renderMarkdown } from "./markdown-dom";
+
+/**
+ * The web chat page. Messages the visitor writes are kept (in this tab's session storage)
+ * until the gateway acknowledges them, and sent again with the same id after a reconnect:
+ * the gateway stores each id once, so a resend is never answered twice.
+ */
+
+interface Pending {
+  id: string;
+  text: string;
+  at: string;
+}
+
+const body = document.body;
+const socketPath = body.dataset.socket ?? "/chat/ws";
+const storageKey = (what: string) => `nahida-chat:${socketPath}:${what}`;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, children: (Node | string)[] = []): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
+  element.append(...children);
+  return element;
+}
+
+// A token from the site that opened the page travels in the fragment (never sent to a server, never logged).
+const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+if (fromHash) {
+  sessionStorage.setItem(storageKey("token"), fromHash);
+  history.replaceState(null, "", location.pathname + location.search);
+}
+const token = sessionStorage.getItem(storageKey("token")) ?? undefined;
+
+const status = el("span", { class: "status", role: "status", "data-state": "connecting" }, ["Connecting…"]);
+const list = el("ol", { class: "messages", "aria-live": "polite" });
+const typing = el("div", { class: "typing", hidden: "" }, ["typing…"]);
+const input = el("textarea", { name: "text", rows: "2", maxlength: "4000", placeholder: "Write a message", "aria-label": "Message" });
+const composer = el("form", { class: "composer" }, [input, el("button", { type: "submit" }, ["Send"])]);
+body.append(el("main", { class: "chat" }, [el("header", {}, [el("h1", {}, [body.dataset.title ?? "Chat"]), status]), list, typing, composer]));
+
+const pending = new Map<string, Pending>(JSON.parse(sessionStorage.getItem(storageKey("pending")) ?? "[]").map((p: Pending) => [p.id, p]));
+const savePending = () => sessionStorage.setItem(storageKey("pending"), JSON.stringify([...pending.values()]));
+let me: string | null = null;
+let socket: WebSocket | null = null;
+let ready = false;
+let attempt = 0;
+let typingTimer: number | undefined;
+
+function setStatus(state: "connecting" | "online" | "offline" | "signed-out", text: string): void {
+  status.dataset.state = state;
+  status.textContent = text;
+}
+
+function send(frame: ClientFrame): void {
+  if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
+}
+
+/** Shows an item once, wherever its time puts it; a second copy of an id only updates the first. */
+function show(item: ChatItem, state?: "pending" | "sent" | "failed", note?: string): void {
+  let li = list.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(item.id)}"]`);
+  if (!li) {
+    const mine = item.from === "visitor" && (item.sender === undefined || item.sender.id === me);
+    li = el("li", { class: `message ${item.from}${mine ? " mine" : ""}`, "data-id": item.id, "data-at": item.at });
+    if (item.from === "visitor" && !mine && item.sender) li.append(el("div", { class: "sender" }, [item.sender.name]));
+    const content = el("div", { class: "body" });
+    if (item.from === "bot") content.append(renderMarkdown(item.text));
+    else content.append(el("p", {}, [item.text]));
+    if (item.attachment) {
+      const label = item.attachment.caption ?? item.attachment.name ?? item.attachment.type;
+      const url = item.attachment.url && /^https?:\/\//.test(item.attachment.url) ? item.attachment.url : undefined;
+      content.append(el("p", { class: "attachment" }, [url ? el("a", { href: url, target: "_blank", rel: "noopener noreferrer nofollow" }, [label]) : `📎 ${label}`]));
+    }
+    li.append(content, el("div", { class: "meta" }, [new Date(item.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })]));
+    const later = [...list.children].find((other) => ((other as HTMLElement).dataset.at ?? "") > item.at);
+    list.insertBefore(li, later ?? null);
+    li.scrollIntoView({ block: "end" });
+  }
+  if (state) li.dataset.state = state;
+  const meta = li.querySelector(".meta");
+  if (meta && note !== undefined) meta.setAttribute("data-note", note);
+}
+
+function handle(frame: ServerFrame): void {
+  switch (frame.type) {
+    case "ready":
+      me = frame.visitor.id;
+      ready = true;
+      attempt = 0;
+      setStatus("online", "Online");
+      for (const p of pending.values()) send({ type: "message", id: p.id, text: p.text });
+      return;
+    case "history":
+      for (const item of frame.items) show(item, "sent");
+      return;
+    case "message":
+      show(frame.item, "sent");
+      if (frame.item.from === "bot") typing.hidden = true;
+      return;
+    case "ack":
+      pending.delete(frame.id);
+      savePending();
+      list.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(frame.id)}"]`)?.setAttribute("data-state", "sent");
+      return;
+    case "typing":
+      typing.hidden = false;
+      clearTimeout(typingTimer);
+      typingTimer = window.setTimeout(() => (typing.hidden = true), 6_000);
+      return;
+    case "error":
+      return failed(frame);
+    default: {
+      const unreachable: never = frame;
+      console.warn("unknown frame", unreachable);
+    }
+  }
+}
+
+function failed(frame: Extract<ServerFrame, { type: "error" }>): void {
+  if (frame.code === "unauthorized") {
+    setStatus("signed-out", frame.message);
+    return;
+  }
+  if (!frame.id) return;
+  const p = pending.get(frame.id);
+  if (frame.code === "rate_limited" && p) {
+    show({ id: p.id, from: "visitor", text: p.text, at: p.at }, "failed", `waiting ${frame.retryAfterSeconds ?? 10} s`);
+    window.setTimeout(() => send({ type: "message", id: p.id, text: p.text }), (frame.retryAfterSeconds ?? 10) * 1000);
+    return;
+  }
+  if (frame.code === "bad_frame" && p) {
+    pending.delete(p.id);
+    savePending();
+    show({ id: p.id, from: "visitor", text: p.text, at: p.at }, "failed", frame.message);
+  }
+}
+
+function connect(): void {
+  setStatus("connecting", attempt === 0 ? "Connecting…" : "Reconnecting…");
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}${socketPath}`);
+  socket = ws;
+  ws.addEventListener("open", () => send({ type: "hello", ...(token ? { token } : {}) }));
+  ws.addEventListener("message", (event) => handle(JSON.parse(String(event.data)) as ServerFrame));
+  ws.addEventListener("close", (event) => {
+    ready = false;
+    if (socket !== ws) return;
+    if (event.code === CLOSE_UNAUTHORIZED) {
+      if (status.dataset.state !== "signed-out") setStatus("signed-out", "This chat could not sign you in.");
+      return;
+    }
+    setStatus("offline", "Offline: your messages are sent when the connection is back");
+    attempt++;
+    window.setTimeout(connect, Math.min(5_000, 250 * 2 ** attempt) * (0.75 + Math.random() / 2));
+  });
+}
+
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = input.value.trim();
+  if (!text) return;
+  const p: Pending = { id: crypto.randomUUID(), text, at: new Date().toISOString() };
+  pending.set(p.id, p);
+  savePending();
+  show({ id: p.id, from: "visitor", text, at: p.at }, "pending");
+  if (ready) send({ type: "message", id: p.id, text });
+  input.value = "";
+});
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    composer.requestSubmit();
+  }
+});
+
+for (const p of pending.values()) show({ id: p.id, from: "visitor", text: p.text, at: p.at }, "pending");
+connect();

@@ -1,0 +1,93 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { WebSocket } from "ws";
+import type { ChannelRouteDeps } from "@nahida/channels";
+import type { Clock } from "@nahida/contracts";
+import { browserBundle, cookieValue, registerPageSecurity } from "@nahida/http";
+import { WebChatHub } from "./web-chat.bus";
+import { chatPageHtml } from "./web-chat.page";
+import { serveWebChatSocket } from "./web-chat.socket";
+import type { WebEnv } from "./web.env";
+import { newAnonymousVisitor, visitorFromCookie } from "./web-visitor";
+
+const asset = (file: string) => fileURLToPath(new URL(`./browser/${file}`, import.meta.url));
+const CHAT_CSS = readFileSync(asset("chat.css"), "utf8");
+/** An anonymous visitor stays the same for this long without coming back. */
+const VISITOR_COOKIE_SECONDS = 365 * 24 * 3600;
+/** Sockets that do not answer a ping within this long are closed. */
+const HEARTBEAT_MS = 30_000;
+
+export interface WebChatRoutesOptions {
+  channel: string;
+  config: WebEnv;
+  deps: ChannelRouteDeps;
+  clock: Clock;
+}
+
+/**
+ * The web chat on the gateway: the page (`PATH`), its script and style, the embed script
+ * (`PATH/embed.js`) and the WebSocket (`PATH/ws`). A socket is accepted from the gateway's
+ * own origin or one of `ORIGINS`, never another site's page (it could ride an anonymous
+ * visitor's cookie).
+ */
+export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
+  const { config, deps } = o;
+  const path = config.PATH;
+  const cookieName = `nahida_visitor_${o.channel}`;
+  return async (app) => {
+    const [chatJs, embedJs] = await Promise.all([browserBundle(asset("chat.app.ts")), browserBundle(asset("embed.ts"))]);
+    const hub = new WebChatHub(deps.createSubscriber(`webchat-${o.channel}`), deps.prefix);
+    const sockets = new Set<WebSocket>();
+    const alive = new WeakSet<WebSocket>();
+    const heartbeat = setInterval(() => {
+      for (const socket of sockets) {
+        if (!alive.has(socket)) socket.terminate();
+        else {
+          alive.delete(socket);
+          socket.ping();
+        }
+      }
+    }, HEARTBEAT_MS);
+    app.addHook("onClose", async () => {
+      clearInterval(heartbeat);
+      for (const socket of sockets) socket.close(1001, "the gateway is stopping");
+    });
+
+    const allowedOrigin = (request: FastifyRequest) => {
+      const origin = request.headers.origin;
+      return origin === undefined || origin === `${request.protocol}://${request.host}` || config.ORIGINS.includes(origin);
+    };
+
+    await registerPageSecurity(app, { frameAncestors: config.ORIGINS, crossOriginResources: true });
+    app.get(path, { schema: { hide: true } }, async (request, reply) => {
+      if (config.ANONYMOUS && !visitorFromCookie(cookieValue(request.headers.cookie, cookieName), config.SECRET)) {
+        const secure = request.protocol === "https" ? "; Secure" : "";
+        const { cookie } = newAnonymousVisitor(config.SECRET);
+        reply.header("set-cookie", `${cookieName}=${cookie}; Path=${path}; Max-Age=${VISITOR_COOKIE_SECONDS}; HttpOnly; SameSite=Lax${secure}`);
+      }
+      return reply.type("text/html; charset=utf-8").header("cache-control", "no-store").send(chatPageHtml({ title: config.TITLE, path, etag: chatJs.etag }));
+    });
+    app.get(`${path}/app.js`, { schema: { hide: true } }, async (_request, reply) =>
+      reply.type("text/javascript; charset=utf-8").header("etag", chatJs.etag).header("cache-control", "public, max-age=3600").send(chatJs.code),
+    );
+    app.get(`${path}/embed.js`, { schema: { hide: true } }, async (_request, reply) =>
+      reply.type("text/javascript; charset=utf-8").header("etag", embedJs.etag).header("cache-control", "public, max-age=300").send(embedJs.code),
+    );
+    app.get(`${path}/app.css`, { schema: { hide: true } }, async (_request, reply) => reply.type("text/css; charset=utf-8").header("cache-control", "public, max-age=3600").send(CHAT_CSS));
+    app.get(`${path}/ws`, {
+      websocket: true,
+      schema: { hide: true },
+      preValidation: async (request, reply) => {
+        if (!allowedOrigin(request)) await reply.status(403).send({ error: { code: "forbidden", message: "this origin may not open the chat; see WEB_ORIGINS" } });
+      },
+    }, (socket, request) => {
+      sockets.add(socket);
+      alive.add(socket);
+      socket.on("pong", () => alive.add(socket));
+      socket.on("close", () => sockets.delete(socket));
+      const cookieVisitor = config.ANONYMOUS ? visitorFromCookie(cookieValue(request.headers.cookie, cookieName), config.SECRET) : null;
+      serveWebChatSocket(socket, cookieVisitor, { channel: o.channel, config, intake: deps.intake, redis: deps.redis, prefix: deps.prefix, hub, transcript: deps.transcript, clock: o.clock, logger: deps.logger });
+    });
+  };
+}

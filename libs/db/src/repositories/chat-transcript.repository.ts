@@ -1,0 +1,41 @@
+import type { PrismaClient } from "../database";
+
+/** One message of a chat's transcript. */
+export interface ChatTranscriptRow {
+  /** `in`: what someone in the chat said; `out`: what was sent to it. */
+  direction: "in" | "out";
+  /** The inbound message's platform id, or the delivery's id. */
+  id: string;
+  /** The InboundMessage or OutboundMessage contract as stored. */
+  message: unknown;
+  at: Date;
+}
+
+/**
+ * A chat's conversation as the chat itself saw it (a web chat page after a reload): the
+ * inbound messages of the chat and the deliveries to it, from the two indexes that order
+ * them by chat (`inbound_messages (chat_address, received_at)`, `deliveries (target, seq)`).
+ */
+export class ChatTranscriptRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /**
+   * The newest `limit` messages, oldest first, in one statement. Deliveries count once
+   * sent, or while being sent: a page that reconnects while a part goes out must not miss it
+   * (the part's id is stable, so the live copy that may follow is recognised).
+   */
+  async recent(chatAddress: string, limit: number): Promise<ChatTranscriptRow[]> {
+    const rows = await this.prisma.$queryRaw<ChatTranscriptRow[]>`
+      SELECT direction, id, message, at FROM (
+        (SELECT 'in' AS direction, platform_message_id AS id, message->'message' AS message, received_at AS at
+           FROM inbound_messages WHERE chat_address = ${chatAddress}
+          ORDER BY received_at DESC LIMIT ${limit})
+        UNION ALL
+        (SELECT 'out', id::text, message, COALESCE(sent_at, created_at)
+           FROM deliveries WHERE target = ${chatAddress} AND status IN ('sent', 'sending')
+          ORDER BY seq DESC LIMIT ${limit})
+      ) AS t
+      ORDER BY at DESC LIMIT ${limit}`;
+    return rows.reverse();
+  }
+}
