@@ -1,12 +1,9 @@
-import { copyFile, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pg from "pg";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, type TestBrowser } from "../support/browser";
+import { launchBrowser, screenshot, type TestBrowser } from "../support/browser";
 import { spawnGatewayReplica, startHarness, type Harness } from "../support/nahida-harness";
-import { REPO_ROOT, type SpawnedProcess } from "../support/processes";
+import type { SpawnedProcess } from "../support/processes";
 import { TEST_WEB_SECRET, echoModel, visitorToken } from "../support/web-chat";
 
 const ADMIN = "web-chat-admin-token-0123456789";
@@ -123,10 +120,7 @@ describe("the web chat in a browser", () => {
     expect(await answer.locator("strong").innerText()).toBe("#55102");
     expect(await answer.locator("ul > li").allInnerTexts()).toEqual(["Carrier: ParcelNord", "Tracking: PN-4481-2290", "Expected: Thursday"]);
     expect(await answer.locator("a").getAttribute("rel")).toBe("noopener noreferrer nofollow");
-    // Every run takes the screenshot; UPDATE_SCREENSHOTS=1 puts it in docs/.
-    const shot = join(await mkdtemp(join(tmpdir(), "nahida-shots-")), "web-chat.png");
-    await page.screenshot({ path: shot });
-    if (process.env.UPDATE_SCREENSHOTS === "1") await copyFile(shot, join(REPO_ROOT, "docs", "web-chat.png"));
+    await screenshot(page, "web-chat");
     await page.close();
   });
 

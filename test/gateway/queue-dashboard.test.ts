@@ -22,14 +22,13 @@ describe("queue dashboard (bull-board under /admin/queues)", () => {
   });
   afterAll(async () => h?.close());
 
-  it("refuses requests without an admin token, and sends a browser to the sign-in form", async () => {
+  it("refuses requests without an admin token, and sends a browser to the console's sign-in", async () => {
     const none = await anonymous("GET", `${QUEUES}/api/queues`);
     expect(none.status).toBe(401);
-    expect(none.body.error).toEqual({ code: "unauthorized", message: `send Authorization: Bearer <admin token>, or sign in at ${QUEUES}/login` });
+    expect(none.body.error).toEqual({ code: "unauthorized", message: "send Authorization: Bearer <admin token>, or sign in at /console" });
     const browser = await fetch(`${base}${QUEUES}`, { headers: { accept: "text/html" }, redirect: "manual" });
     expect(browser.status).toBe(303);
-    expect(browser.headers.get("location")).toBe(`${QUEUES}/login`);
-    expect(await (await fetch(`${base}${QUEUES}/login`)).text()).toContain(`action="${QUEUES}/session"`);
+    expect(browser.headers.get("location")).toBe(`/console?next=${encodeURIComponent(QUEUES)}`);
 
     const reader = apiClient(base, readToken);
     for (const path of [QUEUES, `${QUEUES}/api/queues`, `${QUEUES}/api/queues/outbound/retry/failed`]) {
@@ -37,9 +36,6 @@ describe("queue dashboard (bull-board under /admin/queues)", () => {
       expect(res.status, path).toBe(403);
       expect(res.body.error.code, path).toBe("forbidden");
     }
-    const signIn = await reader("POST", `${QUEUES}/session`);
-    expect(signIn.status).toBe(403);
-    expect(signIn.headers.get("set-cookie")).toBeNull();
     expect((await apiClient(base, "not-a-real-token-at-all")("GET", `${QUEUES}/api/queues`)).status).toBe(401);
   });
 
@@ -69,39 +65,29 @@ describe("queue dashboard (bull-board under /admin/queues)", () => {
     expect(after.body.queues.find((q: { name: string }) => q.name === "outbound").counts.completed).toBe(outbound.counts.completed);
   });
 
-  it("signs a browser in with a short-lived cookie that stops working when its token is revoked", async () => {
+  it("takes the console's sign-in (one sign-in for both), only for admin tokens and changes from its own page", async () => {
     const second = await admin("POST", "/api/tokens", { name: "ops-admin", scopes: ["admin"] });
-    const form = await fetch(`${base}${QUEUES}/session`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ token: second.body.token }).toString(),
-      redirect: "manual",
-    });
-    expect(form.status).toBe(303);
-    expect(form.headers.get("location")).toBe(QUEUES);
-    const setCookie = form.headers.get("set-cookie")!;
-    expect(setCookie).toMatch(/^nahida_admin=[A-Za-z0-9_-]{43}; Path=\/admin\/queues; Max-Age=900; HttpOnly; SameSite=Strict$/);
-    expect(setCookie).not.toContain(second.body.token);
-    const cookie = setCookie.split(";")[0]!;
+    const signIn = await anonymous("POST", "/api/auth/session", { token: second.body.token });
+    expect(signIn.status).toBe(201);
+    const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
 
     const withCookie = await anonymous("GET", `${QUEUES}/api/queues`, undefined, { cookie });
     expect(withCookie.status).toBe(200);
     expect(withCookie.body.queues).toHaveLength(2);
-    expect((await anonymous("GET", `${QUEUES}/api/queues`, undefined, { cookie: "nahida_admin=forged-or-expired" })).status).toBe(401);
-    // The cookie is for the dashboard only, never the API.
-    expect((await anonymous("GET", "/api/tokens", undefined, { cookie })).status).toBe(401);
+    // A change needs the dashboard's own origin (bull-board's page cannot send the CSRF header).
+    const crossSite = await anonymous("PUT", `${QUEUES}/api/queues/outbound/pause`, undefined, { cookie, origin: "https://evil.example" });
+    expect(crossSite.status).toBe(403);
+    expect((await anonymous("PUT", `${QUEUES}/api/queues/outbound/pause`, undefined, { cookie })).status).toBe(403);
+    // From its own page it reaches bull-board, which refuses changes while read-only.
+    expect((await anonymous("PUT", `${QUEUES}/api/queues/outbound/pause`, undefined, { cookie, origin: base })).status).toBe(405);
+
+    const reader = await anonymous("POST", "/api/auth/session", { token: readToken });
+    const readerCookie = reader.headers.get("set-cookie")!.split(";")[0]!;
+    expect((await anonymous("GET", `${QUEUES}/api/queues`, undefined, { cookie: readerCookie })).status).toBe(403);
 
     expect((await admin("DELETE", `/api/tokens/${second.body.id}`)).status).toBe(200);
     const revoked = await anonymous("GET", `${QUEUES}/api/queues`, undefined, { cookie });
     expect(revoked.status).toBe(401);
     expect(revoked.body.error.message).toBe("invalid or revoked token");
-
-    const badForm = await fetch(`${base}${QUEUES}/session`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "token=wrong-token-wrong-token",
-    });
-    expect(badForm.status).toBe(401);
-    expect(badForm.headers.get("set-cookie")).toBeNull();
   });
 });

@@ -51,6 +51,15 @@ describe("operator events into sessions, and the send policy", () => {
     expect((await sender("POST", `/api/sessions/${session.id}/events`, { message: "ping" })).body.status).toBe("queued");
   });
 
+  it("lists a session's events, newest first, each with where it stands", async () => {
+    const list = await reader("GET", `/api/sessions/${session.id}/events`);
+    expect(list.status).toBe(200);
+    expect(list.body.events.map((e: { status: string }) => e.status)).toEqual(["queued", "queued"]);
+    expect(list.body.events[1]).toMatchObject({ session_id: session.id, mode: "enqueue", source: `api:${senderId}` });
+    expect(Date.parse(list.body.events[0].created_at)).toBeGreaterThanOrEqual(Date.parse(list.body.events[1].created_at));
+    expect((await reader("GET", `/api/sessions/${UNKNOWN}/events`)).body).toEqual({ events: [] });
+  });
+
   it("writes a record_only event into the history as an event turn, with no lane item", async () => {
     const res = await sender("POST", `/api/sessions/${other.id}/events`, { message: "note: deploy at 18:00", mode: "record_only" });
     expect(res.status).toBe(202);
@@ -124,7 +133,7 @@ describe("operator events into sessions, and the send policy", () => {
 
   it("documents the routes in the OpenAPI document", async () => {
     const doc = (await admin("GET", "/api/openapi.json")).body;
-    expect(Object.keys(doc.paths["/api/sessions/{id}/events"])).toEqual(["post"]);
+    expect(Object.keys(doc.paths["/api/sessions/{id}/events"])).toEqual(["post", "get"]);
     expect(Object.keys(doc.paths["/api/sessions/{id}/events/{event_id}"])).toEqual(["get"]);
     expect(Object.keys(doc.paths["/api/policy/send"]).sort()).toEqual(["get", "put"]);
     expect(Object.keys(doc.paths["/api/sessions/{id}/events"].post.responses)).toEqual(expect.arrayContaining(["202", "400", "403", "404"]));

@@ -37,7 +37,7 @@ describe("startup output for people", () => {
     expect(await proc.exited).toBe(0);
     const output = proc.output();
     const a = `http://127.0.0.1:${port}`;
-    expect(output).toContain(`gateway: API ${a}/api · docs ${a}/api/docs · queues ${a}/admin/queues · ready ${a}/api/ready`);
+    expect(output).toContain(`gateway: API ${a}/api · docs ${a}/api/docs · console ${a}/console · queues ${a}/admin/queues · ready ${a}/api/ready`);
     expect(output).toContain("delivery: sending to no channel, 16 at once");
     expect(output).toContain("scheduler: polling every 250 ms at most, time zone UTC");
     expect(output).toContain(`probes: live http://127.0.0.1:${healthPort}/health · ready http://127.0.0.1:${healthPort}/ready`);

@@ -1,5 +1,9 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { copyFile, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { REPO_ROOT } from "./processes";
 
 /** Debian's Chromium; `.ci/run` installs it when it is missing. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -34,4 +38,11 @@ export async function launchBrowser(): Promise<TestBrowser> {
       await browser.close();
     },
   };
+}
+
+/** Every run takes the page's screenshot (so taking it is tested); UPDATE_SCREENSHOTS=1 puts it in docs/. */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
+  const shot = join(await mkdtemp(join(tmpdir(), "nahida-shots-")), `${name}.png`);
+  await page.screenshot({ path: shot, fullPage: options.fullPage ?? false });
+  if (process.env.UPDATE_SCREENSHOTS === "1") await copyFile(shot, join(REPO_ROOT, "docs", `${name}.png`));
 }

@@ -92,6 +92,11 @@ export const DeliveryListQuery = z
     status: DeliveryStatus.optional(),
     target: ChatAddressString.optional().describe("only deliveries to this chat address"),
     source: noNul(z.string().min(1).max(200)).optional().describe("only deliveries from this source: api, agent, command, cron:<job id>, ..."),
+    uncertain: z
+      .enum(["true", "false"])
+      .transform((v) => v === "true")
+      .optional()
+      .describe("true: only deliveries with a part of unknown outcome (uncertain_parts); false: only those without"),
     since: z.iso.datetime({ offset: true }).optional().describe("only deliveries created at or after this instant"),
     until: z.iso.datetime({ offset: true }).optional().describe("only deliveries created before this instant"),
   })
@@ -106,6 +111,7 @@ export const SessionListQuery = z.strictObject({
   channel: z.string().regex(/^[a-z][a-z0-9_-]*$/, "must be a channel name such as telegram").optional(),
   active_since: z.iso.datetime({ offset: true }).optional().describe("only sessions active at or after this instant"),
   status: z.enum(["active", "archived"]).optional(),
+  chat: noNul(z.string().trim().min(1).max(256)).optional().describe("only sessions whose chat address contains this text (any case), e.g. a visitor or chat id"),
 });
 
 export const SessionList = z
@@ -221,3 +227,16 @@ export type PluginView = z.infer<typeof PluginView>;
 
 export const PluginList = z.object({ plugins: z.array(PluginView) }).meta({ id: "PluginList" });
 export type PluginList = z.infer<typeof PluginList>;
+
+/** `POST /api/auth/session`: a browser exchanges an API token for a sign-in cookie. */
+export const SignInRequest = z.strictObject({ token: z.string().trim().min(1).max(512) }).meta({ id: "SignInRequest" });
+
+/** A browser's sign-in: who it is, what it may do, and the CSRF token its changes carry. */
+export const SignInView = z
+  .object({
+    token: z.object({ id: z.uuid(), name: z.string(), scopes: z.array(TokenScope) }),
+    csrf_token: z.string().describe("send it as X-CSRF-Token with every POST, PUT, PATCH and DELETE made with the cookie"),
+    expires_at: z.iso.datetime(),
+  })
+  .meta({ id: "SignIn" });
+export type SignInView = z.infer<typeof SignInView>;

@@ -139,6 +139,9 @@ export type SessionEventView = z.infer<typeof SessionEventView>;
 
 export const SessionEventParams = z.strictObject({ id: z.uuid(), event_id: z.uuid() });
 
+export const SessionEventList = z.object({ events: z.array(SessionEventView) }).meta({ id: "SessionEventList" });
+export type SessionEventList = z.infer<typeof SessionEventList>;
+
 /**
  * `POST /api/sessions/:id/events` answers at once: `recorded` (in the history) or `queued`
  * (in the lane). The run id is known only once a run takes the event, so it is absent

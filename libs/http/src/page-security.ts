@@ -2,8 +2,8 @@ import helmet from "@fastify/helmet";
 import type { FastifyInstance } from "fastify";
 
 export interface PageSecurityOptions {
-  /** Sites that may show these pages in a frame, besides the gateway itself. Default none. */
-  frameAncestors?: readonly string[];
+  /** Who may show these pages in a frame: the gateway itself and these sites, or nobody (`none`). Default the gateway itself. */
+  frameAncestors?: readonly string[] | "none";
   /** Other sites may load these resources (an embed script). Default false. */
   crossOriginResources?: boolean;
 }
@@ -27,7 +27,7 @@ export async function registerPageSecurity(app: FastifyInstance, o: PageSecurity
         fontSrc: ["'self'"],
         baseUri: ["'none'"],
         formAction: ["'self'"],
-        frameAncestors: ["'self'", ...(o.frameAncestors ?? [])],
+        frameAncestors: o.frameAncestors === "none" ? ["'none'"] : ["'self'", ...(o.frameAncestors ?? [])],
         objectSrc: ["'none'"],
       },
     },

@@ -71,6 +71,8 @@ export interface MetricSources {
   tasks?: () => Promise<{ status: string; count: number }[]>;
   /** Jobs per queue and state (`Queue.getJobCounts`). */
   queueJobs?: () => Promise<{ queue: string; state: string; count: number }[]>;
+  /** Processes consuming each queue, across the deployment (`Queue.getWorkersCount`). */
+  queueWorkers?: () => Promise<{ queue: string; count: number }[]>;
   /** Open (pending or running) lane items and the creation time of the oldest. */
   openLaneItems?: () => Promise<{ count: number; oldestCreatedAt: Date | null }>;
 }
@@ -124,6 +126,21 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
         for (const { queue, state, count } of await sources.queueJobs()) this.set({ queue, state }, count);
       } catch (error) {
         failed("queueJobs", error);
+      }
+    },
+  });
+  new Gauge({
+    name: "nahida_queue_workers",
+    help: "Worker connections consuming each BullMQ queue across the deployment (lanes: agent workers, outbound: delivery), read at scrape time",
+    labelNames: ["queue"],
+    registers,
+    async collect() {
+      this.reset();
+      if (!sources.queueWorkers) return;
+      try {
+        for (const { queue, count } of await sources.queueWorkers()) this.set({ queue }, count);
+      } catch (error) {
+        failed("queueWorkers", error);
       }
     },
   });

@@ -196,6 +196,11 @@ export async function queueJobCounts(queues: readonly TypedQueue<QueueName>[]): 
   return counts.flatMap(({ queue, counts }) => Object.entries(counts).map(([state, count]) => ({ queue, state, count })));
 }
 
+/** Worker connections of each queue (BullMQ names them by queue; every process's worker holds one). */
+export async function queueWorkerCounts(queues: readonly TypedQueue<QueueName>[]): Promise<{ queue: string; count: number }[]> {
+  return Promise.all(queues.map(async (q) => ({ queue: q.name, count: await q.queue.getWorkersCount() })));
+}
+
 /** A consumer is ready while it runs and is not closing: it takes jobs from its queue. */
 export function consumerReadiness(worker: Worker | undefined, queue: QueueName): Readiness {
   if (!worker) return { ok: false, reason: `the ${queue} consumer has not started` };

@@ -8,11 +8,14 @@ import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { ApiTokenRepository, CompactionRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
+import { browserSessionsPlugin } from "./plugins/browser-sessions";
 import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin, jsonBodyPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
 import { rateLimitPlugin } from "./plugins/rate-limit";
 import { queueDashboardRoutes } from "./routes/admin/queues.route";
+import { authSessionRoutes } from "./routes/auth/auth-session.route";
+import { consoleRoutes } from "./routes/console/console.route";
 import { cronRoutes } from "./routes/cron/cron.route";
 import { deliveryRoutes, type DeliveryRouteOptions } from "./routes/deliveries/deliveries.route";
 import { healthRoutes, type ReadinessProbe } from "./routes/health/health.route";
@@ -58,6 +61,8 @@ export interface ApiOptions {
   plugins: readonly PluginView[];
   /** bull-board under `/admin/queues` for admin tokens; off without it. */
   queueDashboard?: { queues: readonly Queue[]; readOnly: boolean };
+  /** Signs browsers' sign-in cookies (`cookieSecret`). */
+  sessionSecret: string;
 }
 
 /** A revoked token stops working on every replica within this long. */
@@ -92,6 +97,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   if (!api) return;
   await fastify.register(openApiPlugin);
   const tokenCache = new TokenCache(api.tokens, { ttlMs: api.tokenCacheMs ?? TOKEN_CACHE_MS, maxEntries: 10_000, touchEveryMs: 60_000 });
+  await fastify.register(browserSessionsPlugin, { redis: api.redis, keyPrefix: api.prefix, secret: api.sessionSecret });
   await fastify.register(authPlugin, { tokens: tokenCache });
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });
@@ -104,7 +110,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(cronRoutes, { cron: api.cron, cronJobs: api.cronJobs });
   await fastify.register(pluginRoutes, { plugins: api.plugins });
   await fastify.register(tokenRoutes, { tokens: api.tokens, onRevoked: (id) => tokenCache.forget(id) });
-  if (api.queueDashboard) {
-    await fastify.register(queueDashboardRoutes, { ...api.queueDashboard, tokens: tokenCache, redis: api.redis, keyPrefix: api.prefix });
-  }
+  await fastify.register(authSessionRoutes, { tokens: tokenCache });
+  await fastify.register(consoleRoutes, { queueDashboard: api.queueDashboard !== undefined });
+  if (api.queueDashboard) await fastify.register(queueDashboardRoutes, { ...api.queueDashboard, tokens: tokenCache });
 };

@@ -11,6 +11,7 @@ import type { Logger } from "@nahida/observability";
 import { pingRedis } from "@nahida/queue";
 import type { TaskLedger } from "@nahida/tasks";
 import { app } from "./app";
+import { cookieSecret } from "./plugins/browser-sessions";
 import { createSendService } from "./services/send.service";
 
 export interface GatewayOptions {
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   dashboard?: { queues: readonly Queue[]; readOnly: boolean };
   /** NAHIDA_API_TOKEN: bootstraps one admin token. */
   bootstrapToken?: string;
+  /** GATEWAY_SESSION_SECRET: signs browsers' sign-in cookies; without it one is kept in Redis for every replica. */
+  sessionSecret?: string;
   /** Serves `/metrics` from this registry (`NahidaMetrics`). */
   metrics?: MetricsRouteOptions;
   /** The loaded plugins, for `GET /api/plugins`. */
@@ -55,6 +58,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const server = Fastify(serverOptions({ logger: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger, bodyLimitBytes: options.bodyLimitBytes }));
   const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine, compactions } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
+  const sessionSecret = await cookieSecret(options.redis, options.prefix, options.sessionSecret);
   await server.register(app, {
     probes: [
       { name: "postgres", check: () => options.db.checkReady() },
@@ -81,6 +85,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       send: createSendService({ outbox: options.outbox }),
       retryDelivery: (id) => options.outbox.retry(id),
       plugins: options.plugins,
+      sessionSecret,
       ...(options.dashboard ? { queueDashboard: options.dashboard } : {}),
     },
   });

@@ -12,7 +12,7 @@ import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
-import { createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts } from "@nahida/queue";
+import { createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts, queueWorkerCounts } from "@nahida/queue";
 import type { ToolDefinition } from "@nahida/plugin-sdk";
 import { startScheduler } from "@nahida/scheduler";
 import { TaskLedger, localExecutor } from "@nahida/tasks";
@@ -72,6 +72,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const laneStore = new LaneStore(db);
   metrics.setSources({
     queueJobs: () => queueJobCounts(Object.values(queues)),
+    queueWorkers: () => queueWorkerCounts(Object.values(queues)),
     openLaneItems: () => laneStore.openItemStats(),
     tasks: () => repositories.tasks.countOpen(),
   });
@@ -178,12 +179,13 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
           ? { dashboard: { queues: Object.values(queues).map((q) => q.queue), readOnly: env.NAHIDA_QUEUE_DASHBOARD === "read-only" } }
           : {}),
         ...(env.NAHIDA_API_TOKEN ? { bootstrapToken: env.NAHIDA_API_TOKEN } : {}),
+        ...(env.GATEWAY_SESSION_SECRET ? { sessionSecret: env.GATEWAY_SESSION_SECRET } : {}),
       });
       result.gatewayAddress = gateway.address;
       const a = gateway.address;
       const dashboard = env.NAHIDA_QUEUE_DASHBOARD !== "off" ? ` · queues ${a}/admin/queues` : "";
       const pages = channels.map((c) => ` · ${c.name} ${a}${c.path}`).join("");
-      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs${dashboard}${pages} · ready ${a}/api/ready · metrics ${a}/metrics`);
+      logger.info({ address: a }, `gateway: API ${a}/api · docs ${a}/api/docs · console ${a}/console${dashboard}${pages} · ready ${a}/api/ready · metrics ${a}/metrics`);
       if (!env.NAHIDA_API_TOKEN && (await repositories.tokens.list()).every((t) => t.revokedAt)) {
         logger.warn("no API token is configured: the API refuses every request; set NAHIDA_API_TOKEN (an admin token) to use it");
       }

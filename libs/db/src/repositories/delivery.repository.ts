@@ -321,6 +321,7 @@ export class DeliveryRepository {
       ...(filter.status ? { status: filter.status } : {}),
       ...(filter.target ? { target: filter.target } : {}),
       ...(filter.source ? { source: filter.source } : {}),
+      ...(filter.uncertain !== undefined ? { uncertainParts: { isEmpty: !filter.uncertain } } : {}),
       ...(filter.createdSince || filter.createdBefore
         ? { createdAt: { ...(filter.createdSince ? { gte: filter.createdSince } : {}), ...(filter.createdBefore ? { lt: filter.createdBefore } : {}) } }
         : {}),
@@ -364,6 +365,8 @@ export interface DeliveryListFilter {
   status?: string;
   target?: string;
   source?: string;
+  /** Only those with (true) or without (false) a part of unknown outcome. */
+  uncertain?: boolean;
   /** Created at or after this instant. */
   createdSince?: Date;
   /** Created before this instant. */

@@ -1,6 +1,6 @@
 import type { SessionEventMode, SessionEventStatus } from "@nahida/contracts";
 import type { PrismaClient, Tx } from "../database";
-import type { SessionEvent } from "../generated/prisma/client";
+import { Prisma, type SessionEvent } from "../generated/prisma/client";
 
 export interface NewSessionEvent {
   id: string;
@@ -63,34 +63,27 @@ export class SessionEventRepository {
    * one whose item failed for good is `failed` with the lane's error.
    */
   async state(id: string): Promise<SessionEventState | null> {
+    const [state] = await this.states(Prisma.sql`e.id = ${id}::uuid`, 1);
+    return state ?? null;
+  }
+
+  /** A session's newest events (those sent to it), newest first, each with its state. */
+  forSession(sessionId: string, limit: number): Promise<SessionEventState[]> {
+    return this.states(Prisma.sql`e.session_id = ${sessionId}::uuid`, limit);
+  }
+
+  private async states(where: Prisma.Sql, limit: number): Promise<SessionEventState[]> {
     // One statement: read apart, the target's commit could land between the two reads and
     // a done event would read as queued.
-    const [row] = await this.prisma.$queryRaw<(SessionEventRow & { item_status: string | null; item_run: string | null; item_error: string | null })[]>`
+    const rows = await this.prisma.$queryRaw<(SessionEventRow & { item_status: string | null; item_run: string | null; item_error: string | null })[]>`
       SELECT e.id::text AS id, e.session_id::text AS session_id, e.source, e.from_session_id::text AS from_session_id, e.content, e.mode, e.depth,
              e.status, e.reply, e.error, e.run_id::text AS run_id, e.created_at, e.finished_at,
              li.status AS item_status, li.run_id::text AS item_run, li.error AS item_error
         FROM session_events e LEFT JOIN lane_items li ON li.kind = 'agent_event' AND li.ref_id = e.id::text
-       WHERE e.id = ${id}::uuid`;
-    if (!row) return null;
-    const event: SessionEvent = {
-      id: row.id,
-      sessionId: row.session_id,
-      source: row.source,
-      fromSessionId: row.from_session_id,
-      content: row.content,
-      mode: row.mode,
-      depth: row.depth,
-      status: row.status,
-      reply: row.reply,
-      error: row.error,
-      runId: row.run_id,
-      createdAt: row.created_at,
-      finishedAt: row.finished_at,
-    };
-    if (event.status !== "queued") return { event, status: event.status as SessionEventStatus, runId: event.runId, error: event.error };
-    if (row.item_status === "failed") return { event, status: "failed", runId: row.item_run, error: row.item_error ?? "the run failed" };
-    if (row.item_status === "running") return { event, status: "running", runId: row.item_run, error: null };
-    return { event, status: "queued", runId: null, error: null };
+       WHERE ${where}
+       ORDER BY e.created_at DESC
+       LIMIT ${limit}`;
+    return rows.map(stateOf);
   }
 
   /** Records how the target's run answered, in that run's commit. */
@@ -101,4 +94,26 @@ export class SessionEventRepository {
     });
   }
 
+}
+
+function stateOf(row: SessionEventRow & { item_status: string | null; item_run: string | null; item_error: string | null }): SessionEventState {
+  const event: SessionEvent = {
+    id: row.id,
+    sessionId: row.session_id,
+    source: row.source,
+    fromSessionId: row.from_session_id,
+    content: row.content,
+    mode: row.mode,
+    depth: row.depth,
+    status: row.status,
+    reply: row.reply,
+    error: row.error,
+    runId: row.run_id,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+  };
+  if (event.status !== "queued") return { event, status: event.status as SessionEventStatus, runId: event.runId, error: event.error };
+  if (row.item_status === "failed") return { event, status: "failed", runId: row.item_run, error: row.item_error ?? "the run failed" };
+  if (row.item_status === "running") return { event, status: "running", runId: row.item_run, error: null };
+  return { event, status: "queued", runId: null, error: null };
 }

@@ -144,9 +144,11 @@ export class SessionRepository {
   }
 
   /** Sessions by most recent activity, filtered by channel, activity and status. */
-  async list(filter: { channel?: string; activeSince?: Date; status?: string; limit: number; offset: number }): Promise<{ sessions: Session[]; total: number }> {
+  /** A page of sessions, most recently active first; `chatContains` matches part of the chat address, any case. */
+  async list(filter: { channel?: string; activeSince?: Date; status?: string; chatContains?: string; limit: number; offset: number }): Promise<{ sessions: Session[]; total: number }> {
     const where = {
       ...(filter.channel ? { channel: filter.channel } : {}),
+      ...(filter.chatContains ? { chatAddress: { contains: filter.chatContains, mode: "insensitive" as const } } : {}),
       ...(filter.activeSince ? { lastActivityAt: { gte: filter.activeSince } } : {}),
       ...(filter.status ? { status: filter.status } : {}),
     };

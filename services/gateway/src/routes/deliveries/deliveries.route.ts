@@ -18,7 +18,7 @@ export const deliveryRoutes: FastifyPluginAsyncZod<DeliveryRouteOptions> = async
       config: { scope: "read", rateLimit: {} },
       schema: {
         summary: "List deliveries, newest first",
-        description: "Filters combine: status, target, source and a creation time range (`since` inclusive, `until` exclusive).",
+        description: "Filters combine: status, target, source, uncertain and a creation time range (`since` inclusive, `until` exclusive).",
         tags: ["send"],
         querystring: DeliveryListQuery,
         response: { 200: DeliveryList, ...readErrorResponses },
@@ -32,6 +32,7 @@ export const deliveryRoutes: FastifyPluginAsyncZod<DeliveryRouteOptions> = async
         ...(q.status ? { status: q.status } : {}),
         ...(q.target ? { target: q.target } : {}),
         ...(q.source ? { source: q.source } : {}),
+        ...(q.uncertain !== undefined ? { uncertain: q.uncertain } : {}),
         ...(q.since ? { createdSince: new Date(q.since) } : {}),
         ...(q.until ? { createdBefore: new Date(q.until) } : {}),
       });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { IdParam, NahidaError, SessionEventAccepted, SessionEventParams, SessionEventRequest, SessionEventView } from "@nahida/contracts";
+import { IdParam, NahidaError, SessionEventAccepted, SessionEventList, SessionEventParams, SessionEventRequest, SessionEventView } from "@nahida/contracts";
 import type { SessionEventRepository } from "@nahida/db";
 import type { SessionEvents } from "@nahida/outbox";
 import { readErrorResponses, writeErrorResponses } from "../error-responses";
@@ -48,6 +48,21 @@ export const sessionEventRoutes: FastifyPluginAsyncZod<SessionEventRouteOptions>
       if (!sent.ok) throw new NahidaError(sent.error.code, sent.error.message);
       return reply.status(202).send({ event_id: id, status: mode === "record_only" ? "recorded" : "queued" });
     },
+  );
+
+  app.get(
+    "/api/sessions/:id/events",
+    {
+      config: { scope: "read", rateLimit: {} },
+      schema: {
+        summary: "A session's newest events",
+        description: "The 100 newest events sent to the session (by other sessions' agents and by operators), newest first, each with where it stands.",
+        tags: ["sessions"],
+        params: IdParam,
+        response: { 200: SessionEventList, ...readErrorResponses },
+      },
+    },
+    async (request) => ({ events: (await events.forSession(request.params.id, 100)).map(sessionEventView) }),
   );
 
   app.get(

@@ -20,6 +20,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
         ...(q.channel ? { channel: q.channel } : {}),
         ...(q.active_since ? { activeSince: new Date(q.active_since) } : {}),
         ...(q.status ? { status: q.status } : {}),
+        ...(q.chat ? { chatContains: q.chat } : {}),
       });
       return { sessions: page.sessions.map(sessionView), total: page.total, limit: q.limit, offset: q.offset };
     },
