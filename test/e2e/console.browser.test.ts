@@ -48,7 +48,10 @@ describe("the operators' console in a browser", () => {
     await console.goto(`${base}/console#/sessions`);
     await console.fill('input[name="chat"]', "nora");
     await console.press('input[name="chat"]', "Enter");
-    await console.locator("table.sessions a", { hasText: "web:private:nora" }).click();
+    const found = console.locator("table.sessions a", { hasText: "web:private:nora" });
+    await found.waitFor();
+    await screenshot(console, "console-sessions");
+    await found.click();
     await console.locator(".conversation .turn.assistant", { hasText: "echo: Is anyone there?" }).waitFor();
     expect(await console.locator(".conversation .turn.user .turn-head").first().innerText()).toContain("web/private · Nora");
     await screenshot(console, "console-session");
@@ -59,7 +62,6 @@ describe("the operators' console in a browser", () => {
     const arrived = visitor.locator(".message.bot", { hasText: "Hello Nora, this is the operator." });
     await arrived.waitFor({ timeout: 10_000 });
     expect(await arrived.locator("strong").innerText()).toBe("the operator");
-    await screenshot(console, "console-sessions");
     await visitor.close();
   });
 

@@ -1,6 +1,8 @@
+import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@nahida/channel-web";
+import { TEST_REDIS_URL } from "../support/infra";
 import { ledgerSettled } from "../support/ledger";
 import { startHarness, type Harness } from "../support/nahida-harness";
 import { ChatSocket, TEST_WEB_SECRET, echoModel, lastUserText } from "../support/web-chat";
@@ -36,8 +38,12 @@ describe("the web chat's socket", () => {
 
   const count = async (sql: string, ...params: unknown[]) => (await db.query<{ n: number }>(sql, params)).rows[0]!.n;
 
-  it("refuses a socket from another site's page, and takes one from an allowed embedding site", async () => {
+  it("refuses a socket from another site's page, and takes one from an allowed embedding site or its own host behind a TLS proxy", async () => {
     await expect(ChatSocket.open(base, { origin: "https://evil.example" })).rejects.toThrow("upgrade refused: 403");
+    // The browser saw https://<host>; the gateway behind the proxy sees http.
+    const proxied = track(await ChatSocket.open(base, { origin: base.replace("http://", "https://") }));
+    proxied.send({ type: "hello", token: "x" });
+    expect(await proxied.next(isError())).toMatchObject({ code: "unauthorized" });
     const embedded = track(await ChatSocket.open(base, { origin: "https://shop.example.com" }));
     embedded.send({ type: "hello", token: "not-a-token" });
     expect(await embedded.next(isError())).toMatchObject({ code: "unauthorized" });
@@ -111,9 +117,38 @@ describe("the web chat's socket", () => {
     const lena = track(await ChatSocket.visitor(base, "lena", { name: "Lena", room: "lobby" }));
     expect(kai.frames.find((f) => f.type === "ready")).toMatchObject({ chat: "web:group:lobby" });
     kai.send({ type: "message", id: "kai-message-0001", text: "hello room" });
-    expect(await lena.next((f) => f.type === "message" && f.item.from === "visitor")).toMatchObject({ item: { id: "kai-message-0001", sender: { id: "kai", name: "Kai" }, text: "hello room" } });
+    const seen = await lena.next((f): f is Extract<ServerFrame, { type: "message" }> => f.type === "message" && f.item.from === "visitor");
+    const kaiKey = (kai.frames.find((f) => f.type === "ready") as Extract<ServerFrame, { type: "ready" }>).visitor.key;
+    // The room sees an opaque key, never the visitor's id (an operator's customer id).
+    expect(seen.item).toMatchObject({ id: `${kaiKey}:kai-message-0001`, sender: { key: kaiKey, name: "Kai" }, text: "hello room" });
+    expect(JSON.stringify(lena.frames)).not.toContain('"kai"');
     await kai.next(botSaid("echo: hello room"));
     await lena.next(botSaid("echo: hello room"));
+    // Reusing another member's message id neither hides that message nor is taken for it.
+    lena.send({ type: "message", id: "kai-message-0001", text: "same id, other visitor" });
+    const lenas = await kai.next((f) => f.type === "message" && f.item.text === "same id, other visitor");
+    expect((lenas as Extract<ServerFrame, { type: "message" }>).item.id).not.toBe(seen.item.id);
+  });
+
+  it("closes a socket that floods frames faster than they are handled", async () => {
+    const s = track(await ChatSocket.visitor(base, "flood"));
+    for (let i = 0; i < 200; i++) s.send({ type: "message", id: `flood-message-${String(i).padStart(4, "0")}`, text: "x" });
+    expect((await s.closedWith()).code).toBe(1008);
+  });
+
+  it("sends every page back to reconnect when this replica's subscription to Redis was cut, so nothing published meanwhile is missed", async () => {
+    const s = track(await ChatSocket.visitor(base, "cut"));
+    const admin = new Redis(TEST_REDIS_URL);
+    try {
+      const clients = (await admin.client("LIST")) as string;
+      // This process's harness (its connections are named with the pid): other test files share the Redis.
+      const subscriber = clients.split("\n").find((line) => line.includes(`name=nahida:webchat-web:`) && line.includes(`:${process.pid}:`));
+      expect(subscriber, "the web chat's subscriber connection").toBeDefined();
+      await admin.client("KILL", "ID", /id=(\d+)/.exec(subscriber!)![1]!);
+    } finally {
+      admin.disconnect();
+    }
+    expect((await s.closedWith()).code).toBe(1012);
   });
 
   it("knows an anonymous visitor by the cookie the page set, and refuses a forged one", async () => {

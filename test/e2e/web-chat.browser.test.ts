@@ -45,6 +45,11 @@ describe("the web chat in a browser", () => {
   const botMessages = (page: Page) => page.locator(".message.bot .body").allInnerTexts();
 
   it("answers a visitor within a second, and a reload shows the conversation", async () => {
+    // A first message warms the processes up (module loading, JIT, connections); the second is timed.
+    const warm = await openChat(base, "warm-up");
+    await write(warm, "warm up");
+    await warm.locator(".message.bot", { hasText: "echo: warm up" }).waitFor({ timeout: 10_000 });
+    await warm.close();
     const page = await openChat(base, "alice");
     const started = performance.now();
     await write(page, "hello from the browser");
@@ -58,6 +63,17 @@ describe("the web chat in a browser", () => {
     await page.locator(".message.bot", { hasText: "echo: hello from the browser" }).waitFor();
     expect(await page.locator(".message.mine .body").allInnerTexts()).toEqual(["hello from the browser"]);
     expect(await botMessages(page)).toEqual(["echo: hello from the browser"]);
+    await page.close();
+  });
+
+  it("forgets the last visitor's token when the embed opens the chat without one (a sign-out on the site)", async () => {
+    const page = await openChat(base, "alice");
+    await page.locator(".message.mine", { hasText: "hello from the browser" }).waitFor();
+    await page.goto(`${base}/chat#anonymous`);
+    await page.reload();
+    await page.waitForSelector('.status[data-state="online"]');
+    await page.locator(".message").first().waitFor({ state: "detached", timeout: 2_000 }).catch(() => undefined);
+    expect(await page.locator(".message").count()).toBe(0);
     await page.close();
   });
 

@@ -76,6 +76,26 @@ describe("API authentication, scopes, tokens and rate limit", () => {
     expect(doc.components.schemas.SendRequest.properties.target.description).toContain("<channel>:<type>:<id>");
     expect(Object.keys(doc.components.schemas.SendRequest.properties)).toEqual(["target", "text", "reply_to", "attachments", "session_id", "delivery_policy"]);
   });
+
+  it("gives every operation a unique operationId, a summary and an example", async () => {
+    const doc = (await apiClient(base)("GET", "/api/openapi.json")).body;
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, op })));
+    expect(operations.length).toBe(33);
+    // One example sits on the media object (`example`), more as `examples`.
+    const examplesOf = (content: Record<string, any> | undefined) => Object.values(content ?? {}).flatMap((media: any) => [media.example, media.examples, media.schema?.examples]);
+    const lacking = operations.filter(({ op }) => {
+      const answers = Object.entries(op.responses ?? {}).filter(([code]) => code.startsWith("2")).map(([, r]: [string, any]) => r.content);
+      const examples = [...examplesOf(op.requestBody?.content), ...answers.flatMap(examplesOf), ...(op.parameters ?? []).map((p: any) => p.example ?? p.schema?.example ?? p.schema?.examples)];
+      // Sign-out alone has nothing to show: no body either way, no parameter.
+      const nothingToShow = !op.requestBody && !op.parameters?.length && answers.every((c) => c === undefined);
+      return !op.operationId || !op.summary || (!nothingToShow && !examples.some((e) => e !== undefined));
+    });
+    expect(lacking.map((l) => l.at)).toEqual([]);
+    const ids = operations.map(({ op }) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(doc.paths["/api/send"].post.operationId).toBe("sendMessage");
+    expect(doc.paths["/api/send"].post.requestBody.content["application/json"].example.target).toBe("telegram:group:-1001234567890");
+  });
 });
 
 describe("with no token configured", () => {

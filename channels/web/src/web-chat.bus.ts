@@ -14,25 +14,37 @@ export function publishToChat(redis: Redis, prefix: string, chatAddress: string,
 
 type Listener = (frame: string) => void;
 
+/** How long a socket waits to be subscribed (Redis may be away) before it is closed. */
+const JOIN_TIMEOUT_MS = 5_000;
+
 /**
  * One replica's subscriptions: a chat is subscribed while at least one of its sockets is
- * here. ioredis subscribes again after a reconnect; a frame published while this replica's
- * connection was down is lost to it, and the page finds the message in the history it is
- * given when its socket reconnects.
+ * here. A frame published while this replica's subscriber was disconnected never reaches
+ * it, so when the subscriber is back `onReconnected` is called: the replica then closes its
+ * sockets, and each page reconnects and is sent the history, which holds what it missed.
  */
 export class WebChatHub {
   private readonly listeners = new Map<string, Set<Listener>>();
+  private connectedBefore = false;
 
   constructor(
     private readonly subscriber: Redis,
     private readonly prefix: string,
+    onReconnected: () => void,
   ) {
     subscriber.on("message", (topic: string, payload: string) => {
       for (const listener of this.listeners.get(topic) ?? []) listener(payload);
     });
+    subscriber.on("ready", () => {
+      if (this.connectedBefore) onReconnected();
+      this.connectedBefore = true;
+    });
   }
 
-  /** Calls `listener` with each frame (as JSON) published to the chat; resolves once subscribed, to the function that leaves. */
+  /**
+   * Calls `listener` with each frame (as JSON) published to the chat; resolves once
+   * subscribed, to the function that leaves; rejects when Redis does not subscribe in time.
+   */
   async join(chatAddress: string, listener: Listener): Promise<() => Promise<void>> {
     const topic = chatTopic(this.prefix, chatAddress);
     let listeners = this.listeners.get(topic);
@@ -41,14 +53,26 @@ export class WebChatHub {
       this.listeners.set(topic, listeners);
     }
     listeners.add(listener);
-    // Subscribed before the history is read, so nothing falls between the two.
-    await this.subscriber.subscribe(topic);
-    return async () => {
+    const leave = async () => {
       listeners.delete(listener);
       if (listeners.size > 0 || this.listeners.get(topic) !== listeners) return;
       this.listeners.delete(topic);
       await this.subscriber.unsubscribe(topic).catch(() => undefined);
     };
+    // Subscribed before the history is read, so nothing falls between the two.
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.subscriber.subscribe(topic),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("redis did not subscribe in time")), JOIN_TIMEOUT_MS))),
+      ]);
+    } catch (error) {
+      await leave();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    return leave;
   }
 
   /** Chats with a socket on this replica. */

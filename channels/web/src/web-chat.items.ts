@@ -26,19 +26,30 @@ export function outboundItems(message: OutboundMessage, deliveryId: string, at: 
   ];
 }
 
-/** A visitor's message as the page shows it. */
-export function inboundItem(message: InboundMessage): ChatItem {
-  return { id: message.messageId, from: "visitor", sender: { id: message.sender.id, name: message.sender.displayName }, text: message.text, at: message.timestamp };
+/**
+ * A visitor's message as the page shows it. Room members see the sender's opaque key, never
+ * their id (an operator's customer id, an email); the item's id is the key and the page's
+ * id together, so one member cannot hide another's message by reusing its id.
+ */
+export function inboundItem(message: InboundMessage, senderKey: (visitorId: string) => string): ChatItem {
+  const key = senderKey(message.sender.id);
+  return { id: `${key}:${message.messageId}`, from: "visitor", sender: { key, name: message.sender.displayName }, text: message.text, at: message.timestamp };
 }
 
-/** A chat's transcript as page items, oldest first; a row that no longer parses is left out. */
-export function transcriptItems(entries: readonly ChatTranscriptEntry[]): ChatItem[] {
+/**
+ * A chat's transcript as page items, oldest first; a row that no longer parses is left out.
+ * Of a delivery, the parts the visitor may have seen: all of a sent one, those up to the
+ * one in flight of one being sent, those recorded of one waiting or failed.
+ */
+export function transcriptItems(entries: readonly ChatTranscriptEntry[], senderKey: (visitorId: string) => string): ChatItem[] {
   return entries.flatMap((entry) => {
     if (entry.direction === "in") {
       const message = InboundMessage.safeParse(entry.message);
-      return message.success ? [inboundItem(message.data)] : [];
+      return message.success ? [inboundItem(message.data, senderKey)] : [];
     }
     const message = OutboundMessage.safeParse(entry.message);
-    return message.success ? outboundItems(message.data, entry.id, entry.at) : [];
+    if (!message.success) return [];
+    const items = outboundItems(message.data, entry.id, entry.at);
+    return entry.status === "sent" ? items : items.slice(0, entry.status === "sending" ? entry.sentParts + 1 : entry.sentParts);
   });
 }

@@ -20,11 +20,11 @@ export type ClientFrame =
 
 /** One message as the page shows it. */
 export interface ChatItem {
-  /** The page's id for a visitor's message; `<delivery id>:<part>` for the bot's. */
+  /** `<sender key>:<the page's id>` for a visitor's message; `<delivery id>:<part>` for the bot's. */
   id: string;
   from: "visitor" | "bot";
-  /** Who wrote a visitor's message (several people share a room). */
-  sender?: { id: string; name: string };
+  /** Who wrote a visitor's message (several people share a room): an opaque key, not their id. */
+  sender?: { key: string; name: string };
   /** Markdown for the bot's messages, plain text for visitors'. */
   text: string;
   /** A file sent with the bot's message: a link when it has a URL. */
@@ -36,7 +36,8 @@ export interface ChatItem {
 export type WebChatErrorCode = "bad_frame" | "unauthorized" | "rate_limited" | "unavailable";
 
 export type ServerFrame =
-  | { type: "ready"; visitor: { id: string; name: string }; chat: string }
+  /** `key` is what the visitor's own messages carry as their sender. */
+  | { type: "ready"; visitor: { id: string; key: string; name: string }; chat: string }
   | { type: "history"; items: ChatItem[] }
   | { type: "message"; item: ChatItem }
   /** The message with this id is stored (or was, before a resend). */

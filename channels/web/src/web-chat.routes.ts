@@ -4,12 +4,12 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChannelRouteDeps } from "@nahida/channels";
 import type { Clock } from "@nahida/contracts";
-import { browserBundle, cookieValue, registerPageSecurity } from "@nahida/http";
+import { browserBundle, cookieValue, reachedOverHttps, registerPageSecurity } from "@nahida/http";
 import { WebChatHub } from "./web-chat.bus";
 import { chatPageHtml } from "./web-chat.page";
 import { serveWebChatSocket } from "./web-chat.socket";
 import type { WebEnv } from "./web.env";
-import { newAnonymousVisitor, visitorFromCookie } from "./web-visitor";
+import { newAnonymousVisitor, visitorFromCookie, visitorKey } from "./web-visitor";
 
 const asset = (file: string) => fileURLToPath(new URL(`./browser/${file}`, import.meta.url));
 const CHAT_CSS = readFileSync(asset("chat.css"), "utf8");
@@ -17,6 +17,17 @@ const CHAT_CSS = readFileSync(asset("chat.css"), "utf8");
 const VISITOR_COOKIE_SECONDS = 365 * 24 * 3600;
 /** Sockets that do not answer a ping within this long are closed. */
 const HEARTBEAT_MS = 30_000;
+
+/**
+ * An anonymous visitor's cookie: sent in a frame on an embedding site only as
+ * `SameSite=None`, which browsers take only with `Secure` (HTTPS); partitioned by the
+ * embedding site (CHIPS), so it is never a cross-site tracker. The socket's origin check,
+ * not SameSite, keeps other sites' pages from using it.
+ */
+export function visitorCookieAttributes(https: boolean, embedded: boolean): string {
+  if (https && embedded) return "SameSite=None; Secure; Partitioned";
+  return https ? "SameSite=Lax; Secure" : "SameSite=Lax";
+}
 
 export interface WebChatRoutesOptions {
   channel: string;
@@ -37,8 +48,10 @@ export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
   const cookieName = `nahida_visitor_${o.channel}`;
   return async (app) => {
     const [chatJs, embedJs] = await Promise.all([browserBundle(asset("chat.app.ts")), browserBundle(asset("embed.ts"))]);
-    const hub = new WebChatHub(deps.createSubscriber(`webchat-${o.channel}`), deps.prefix);
     const sockets = new Set<WebSocket>();
+    const hub = new WebChatHub(deps.createSubscriber(`webchat-${o.channel}`), deps.prefix, () => {
+      for (const socket of sockets) socket.close(1012, "reconnect for what was missed");
+    });
     const alive = new WeakSet<WebSocket>();
     const heartbeat = setInterval(() => {
       for (const socket of sockets) {
@@ -54,17 +67,23 @@ export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
       for (const socket of sockets) socket.close(1001, "the gateway is stopping");
     });
 
+    // The host alone: behind a proxy that ends TLS the gateway sees http, the browser https.
+    // A proxy that rewrites the host needs the public origin in ORIGINS.
     const allowedOrigin = (request: FastifyRequest) => {
       const origin = request.headers.origin;
-      return origin === undefined || origin === `${request.protocol}://${request.host}` || config.ORIGINS.includes(origin);
+      if (origin === undefined || config.ORIGINS.includes(origin)) return true;
+      try {
+        return new URL(origin).host === request.host;
+      } catch {
+        return false;
+      }
     };
 
     await registerPageSecurity(app, { frameAncestors: config.ORIGINS, crossOriginResources: true });
     app.get(path, { schema: { hide: true } }, async (request, reply) => {
       if (config.ANONYMOUS && !visitorFromCookie(cookieValue(request.headers.cookie, cookieName), config.SECRET)) {
-        const secure = request.protocol === "https" ? "; Secure" : "";
         const { cookie } = newAnonymousVisitor(config.SECRET);
-        reply.header("set-cookie", `${cookieName}=${cookie}; Path=${path}; Max-Age=${VISITOR_COOKIE_SECONDS}; HttpOnly; SameSite=Lax${secure}`);
+        reply.header("set-cookie", `${cookieName}=${cookie}; Path=${path}; Max-Age=${VISITOR_COOKIE_SECONDS}; HttpOnly; ${visitorCookieAttributes(reachedOverHttps(request), config.ORIGINS.length > 0)}`);
       }
       return reply.type("text/html; charset=utf-8").header("cache-control", "no-store").send(chatPageHtml({ title: config.TITLE, path, etag: chatJs.etag }));
     });
@@ -87,7 +106,18 @@ export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
       socket.on("pong", () => alive.add(socket));
       socket.on("close", () => sockets.delete(socket));
       const cookieVisitor = config.ANONYMOUS ? visitorFromCookie(cookieValue(request.headers.cookie, cookieName), config.SECRET) : null;
-      serveWebChatSocket(socket, cookieVisitor, { channel: o.channel, config, intake: deps.intake, redis: deps.redis, prefix: deps.prefix, hub, transcript: deps.transcript, clock: o.clock, logger: deps.logger });
+      serveWebChatSocket(socket, cookieVisitor, {
+        channel: o.channel,
+        config,
+        intake: deps.intake,
+        redis: deps.redis,
+        prefix: deps.prefix,
+        hub,
+        transcript: deps.transcript,
+        clock: o.clock,
+        logger: deps.logger,
+        senderKey: (visitorId) => visitorKey(config.SECRET, visitorId),
+      });
     });
   };
 }

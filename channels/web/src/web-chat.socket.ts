@@ -14,6 +14,8 @@ import { verifyVisitorToken, type Visitor } from "./web-visitor";
 
 /** A page must say who it is this soon after connecting. */
 const HELLO_TIMEOUT_MS = 10_000;
+/** Frames of one socket waiting to be handled; a page sends one at a time, a flood is closed. */
+const MAX_QUEUED_FRAMES = 32;
 
 export interface WebChatSocketContext {
   channel: string;
@@ -25,6 +27,8 @@ export interface WebChatSocketContext {
   transcript: ChatTranscript;
   clock: Clock;
   logger: Logger;
+  /** The opaque key a visitor's messages carry to the room (`visitorKey`), never their id. */
+  senderKey: (visitorId: string) => string;
 }
 
 /**
@@ -38,16 +42,26 @@ export function serveWebChatSocket(socket: WebSocket, cookieVisitor: Visitor | n
   let chat = "";
   let leave: (() => Promise<void>) | null = null;
   let closed = false;
+  let queued = 0;
   let queue: Promise<void> = Promise.resolve();
   const send = (frame: ServerFrame) => socket.readyState === socket.OPEN && socket.send(JSON.stringify(frame));
-  const helloTimer = setTimeout(() => socket.close(CLOSE_UNAUTHORIZED, "no hello"), HELLO_TIMEOUT_MS);
+  // Closing stops at once what is still queued: nothing more is stored for a socket that is going.
+  const close = (code: number, reason: string) => {
+    closed = true;
+    socket.close(code, reason);
+  };
+  const helloTimer = setTimeout(() => close(CLOSE_UNAUTHORIZED, "no hello"), HELLO_TIMEOUT_MS);
 
   socket.on("message", (data, isBinary) => {
-    queue = queue.then(() => handle(data, isBinary)).catch((error: unknown) => {
-      c.logger.warn({ err: (error as Error).message, channel: c.channel }, "web chat: a frame failed");
-      send({ type: "error", code: "unavailable", message: "the chat is unavailable for a moment; reconnecting" });
-      socket.close(1011, "unavailable");
-    });
+    if (++queued > MAX_QUEUED_FRAMES) return close(1008, "too many frames at once");
+    queue = queue
+      .then(() => handle(data, isBinary))
+      .catch((error: unknown) => {
+        c.logger.warn({ err: (error as Error).message, channel: c.channel }, "web chat: a frame failed");
+        send({ type: "error", code: "unavailable", message: "the chat is unavailable for a moment; reconnecting" });
+        close(1011, "unavailable");
+      })
+      .finally(() => queued--);
   });
   socket.on("close", () => {
     closed = true;
@@ -76,15 +90,16 @@ export function serveWebChatSocket(socket: WebSocket, cookieVisitor: Visitor | n
     clearTimeout(helloTimer);
     visitor = who;
     chat = formatChatAddress(visitorChat(c.channel, who));
+    // Ready first: a live frame may follow at once, and the page must know who it is by then.
+    send({ type: "ready", visitor: { id: who.id, key: c.senderKey(who.id), name: who.name }, chat });
     leave = await c.hub.join(chat, (payload) => socket.readyState === socket.OPEN && socket.send(payload));
     if (closed) return void leave();
-    send({ type: "ready", visitor: { id: who.id, name: who.name }, chat });
-    send({ type: "history", items: transcriptItems(await c.transcript(chat, c.config.HISTORY_LIMIT)) });
+    send({ type: "history", items: transcriptItems(await c.transcript(chat, c.config.HISTORY_LIMIT), c.senderKey) });
   }
 
   function refuse(reason: string): void {
     send({ type: "error", code: "unauthorized", message: reason });
-    socket.close(CLOSE_UNAUTHORIZED, "unauthorized");
+    close(CLOSE_UNAUTHORIZED, "unauthorized");
   }
 
   async function message(id: string, text: string): Promise<void> {
@@ -100,7 +115,7 @@ export function serveWebChatSocket(socket: WebSocket, cookieVisitor: Visitor | n
     send({ type: "ack", id });
     // The visitor's other tabs and the room's other members see it too.
     if (outcome.kind === "stored" && normalized.kind === "message") {
-      await publishToChat(c.redis, c.prefix, chat, { type: "message", item: inboundItem(normalized.message) }).catch(() => undefined);
+      await publishToChat(c.redis, c.prefix, chat, { type: "message", item: inboundItem(normalized.message, c.senderKey) }).catch(() => undefined);
     }
   }
 

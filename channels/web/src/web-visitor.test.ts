@@ -29,6 +29,7 @@ describe("visitor tokens", () => {
     ["an expired token", sign({ sub: "eve" }, { exp: seconds(NOW) - 120 }), "has expired"],
     ["a token valid for a year", sign({ sub: "eve" }, { exp: seconds(NOW) + 365 * 86400 }), "more than 30 days"],
     ["no subject", sign({}), "sub claim is missing"],
+    ["a token issued in the future", new SignJWT({ sub: "eve" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(seconds(NOW) + 86400 * 365).setExpirationTime(seconds(NOW) + 86400 * 366).sign(new TextEncoder().encode(SECRET)), "iat is in the future"],
     ["a subject with a colon", sign({ sub: "a:b" }), "sub must be"],
     ["an anonymous visitor's id", sign({ sub: "anon-AAAAAAAAAAAAAAAA" }), "not start with anon-"],
     ["a bad room", sign({ sub: "eve", room: "../x" }), "room must be"],

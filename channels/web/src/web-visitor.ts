@@ -17,6 +17,8 @@ const ROOM_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const ANONYMOUS_PREFIX = "anon-";
 /** A token valid for longer than this is refused: a leaked one must not work for ever. */
 const MAX_TOKEN_LIFETIME_SECONDS = 30 * 24 * 3600;
+/** Clocks differ this much at most between the operator's site and the gateway. */
+const CLOCK_TOLERANCE_SECONDS = 30;
 
 /**
  * The visitor a token from the operator's site names: a JWT signed with HS256 and the
@@ -30,7 +32,7 @@ export async function verifyVisitorToken(token: string, secret: string, now: Dat
       algorithms: ["HS256"],
       requiredClaims: ["sub", "exp"],
       currentDate: now,
-      clockTolerance: 30,
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
     });
     claims = verified.payload;
   } catch (error) {
@@ -42,9 +44,10 @@ export async function verifyVisitorToken(token: string, secret: string, now: Dat
   if (typeof sub !== "string" || !VISITOR_ID.test(sub) || sub.startsWith(ANONYMOUS_PREFIX)) {
     return err(`the visitor token's sub must be 1-64 characters of A-Z a-z 0-9 _ . @ - and not start with ${ANONYMOUS_PREFIX}`);
   }
-  if (typeof exp === "number" && exp - (typeof iat === "number" ? iat : now.getTime() / 1000) > MAX_TOKEN_LIFETIME_SECONDS) {
-    return err("the visitor token is valid for more than 30 days");
-  }
+  const nowSeconds = now.getTime() / 1000;
+  if (typeof iat === "number" && iat > nowSeconds + CLOCK_TOLERANCE_SECONDS) return err("the visitor token's iat is in the future");
+  // From now, not from iat: a token issued "in the future" must not stretch its life.
+  if (typeof exp === "number" && exp - nowSeconds > MAX_TOKEN_LIFETIME_SECONDS) return err("the visitor token is valid for more than 30 days");
   if (room !== undefined && (typeof room !== "string" || !ROOM_ID.test(room))) return err("the visitor token's room must be 1-64 characters of A-Z a-z 0-9 _ -");
   const shown = typeof name === "string" && name.trim() !== "" ? name.trim().slice(0, 64) : sub;
   return ok({ id: sub, name: shown, ...(typeof room === "string" ? { room } : {}) });
@@ -69,4 +72,9 @@ export function visitorFromCookie(value: string | undefined, secret: string): Vi
 
 function anonymousVisitor(id: string): Visitor {
   return { id, name: `Visitor ${id.slice(ANONYMOUS_PREFIX.length, ANONYMOUS_PREFIX.length + 4)}` };
+}
+
+/** The opaque key a visitor's messages carry in a room: stable, and not their id. */
+export function visitorKey(secret: string, visitorId: string): string {
+  return createHmac("sha256", secret).update(`visitor-key:${visitorId}`).digest("base64url").slice(0, 16);
 }

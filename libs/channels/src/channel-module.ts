@@ -64,6 +64,10 @@ export interface ChatTranscriptEntry {
   message: unknown;
   /** When it was received, or sent (queued, while the send is under way). */
   at: Date;
+  /** A delivery's status (`sent`, `sending`, `queued`, `failed`, ...); `received` for an inbound message. */
+  status: string;
+  /** A delivery's parts the platform accepted so far; 0 for an inbound message. */
+  sentParts: number;
 }
 
 /** Reads a chat's recent messages from the ledger, oldest first. */

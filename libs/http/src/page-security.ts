@@ -35,5 +35,7 @@ export async function registerPageSecurity(app: FastifyInstance, o: PageSecurity
     frameguard: false,
     crossOriginResourcePolicy: { policy: o.crossOriginResources ? "cross-origin" : "same-origin" },
     referrerPolicy: { policy: "no-referrer" },
+    // Whether the site is HTTPS-only is the operator's proxy's to say, not this route's.
+    strictTransportSecurity: false,
   });
 }

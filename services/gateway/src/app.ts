@@ -1,5 +1,6 @@
 import websocket from "@fastify/websocket";
 import type { FastifyPluginAsync } from "fastify";
+import { z } from "zod";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
@@ -78,6 +79,15 @@ export interface AppOptions {
   channels?: readonly ChannelRoutes[];
 }
 
+const METRICS_SCHEMA = {
+  operationId: "metrics",
+  summary: "This process's metrics in the Prometheus text format",
+  description: "Unauthenticated like the probes: serve it where only the scraper reaches it. The scrape-time gauges (queue jobs and workers, open lane items, sub-agent tasks) are the whole deployment's.",
+  tags: ["operations"],
+  security: [],
+  response: { 200: z.string() },
+};
+
 /** Largest WebSocket message a browser may send (a chat message is far smaller). */
 const WEBSOCKET_MAX_PAYLOAD_BYTES = 64 * 1024;
 
@@ -87,15 +97,17 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   fastify.setSerializerCompiler(serializerCompiler);
   await fastify.register(errorHandlerPlugin);
   await fastify.register(jsonBodyPlugin);
+  // The document first: it takes in only the routes registered after it.
+  if (options.api) await fastify.register(openApiPlugin);
   await fastify.register(healthRoutes, { probes: options.probes });
-  if (options.metrics) await fastify.register(metricsRoute, options.metrics);
+  if (options.metrics) await fastify.register(metricsRoute, { ...options.metrics, ...(options.api ? { schema: METRICS_SCHEMA } : {}) });
   if (options.channels?.length) {
     await fastify.register(websocket, { options: { maxPayload: WEBSOCKET_MAX_PAYLOAD_BYTES } });
-    for (const channel of options.channels) await fastify.register(channel.plugin);
+    // Each in a scope of its own: a channel's hooks (even fastify-plugin ones) never reach the API.
+    for (const channel of options.channels) await fastify.register(async (scope) => scope.register(channel.plugin));
   }
   const api = options.api;
   if (!api) return;
-  await fastify.register(openApiPlugin);
   const tokenCache = new TokenCache(api.tokens, { ttlMs: api.tokenCacheMs ?? TOKEN_CACHE_MS, maxEntries: 10_000, touchEveryMs: 60_000 });
   await fastify.register(browserSessionsPlugin, { redis: api.redis, keyPrefix: api.prefix, secret: api.sessionSecret });
   await fastify.register(authPlugin, { tokens: tokenCache });

@@ -125,7 +125,10 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     channels: env.channels.map((c) => c.name),
   });
   const intake = createLaneIntake({ inbound: repositories.inbound, quarantine: repositories.quarantine, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
-  // Channels the gateway serves itself (the web chat): every gateway replica mounts their routes.
+  // Channels the gateway serves itself (the web chat): every gateway replica mounts their
+  // routes. A chat's transcript is the ledger's: only for a bundled plugin or one allowed to read it.
+  const readsLedger = (kind: string) =>
+    env.plugins.views().some((p) => p.provides.channels.some((c) => c.kind === kind) && (p.bundled || p.permissions.ledger === "read"));
   const channelRoutes = () =>
     env.channels.flatMap((instance) => {
       const routes = channelModule(instance.kind).gatewayRoutes?.(instance, {
@@ -133,7 +136,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         redis,
         createSubscriber: (purpose) => createConnection(purpose),
         prefix,
-        transcript: (chat, limit) => repositories.transcripts.recent(chat, limit),
+        transcript: readsLedger(instance.kind)
+          ? (chat, limit) => repositories.transcripts.recent(chat, limit)
+          : async () => Promise.reject(new Error(`the ${instance.kind} plugin has no ledger: read permission`)),
         logger: logger.child({ component: `channel-${instance.name}` }),
       });
       return routes ? [{ name: instance.name, ...routes }] : [];

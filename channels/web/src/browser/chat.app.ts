@@ -9,9 +9,12 @@ import { renderMarkdown } from "./markdown-dom";
  */
 
 interface Pending {
+  /** The page's id for it (the gateway de-duplicates by it). */
   id: string;
   text: string;
   at: string;
+  /** The key of the visitor who wrote it, when known: it is never sent as anyone else. */
+  visitor: string | null;
 }
 
 const body = document.body;
@@ -25,13 +28,18 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   return element;
 }
 
-// A token from the site that opened the page travels in the fragment (never sent to a server, never logged).
-const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
-if (fromHash) {
-  sessionStorage.setItem(storageKey("token"), fromHash);
+// A token from the site that opened the page travels in the fragment (never sent to a
+// server, never logged). Any fragment replaces what this tab kept: `#anonymous` (the embed
+// script without a token) forgets the last visitor's token.
+if (location.hash.length > 1) {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromHash) sessionStorage.setItem(storageKey("token"), fromHash);
+  else sessionStorage.removeItem(storageKey("token"));
   history.replaceState(null, "", location.pathname + location.search);
 }
 const token = sessionStorage.getItem(storageKey("token")) ?? undefined;
+/** `crypto.randomUUID` exists only on HTTPS and localhost; a page on plain HTTP elsewhere still needs ids. */
+const newId = () => (crypto.randomUUID ? crypto.randomUUID() : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(""));
 
 const status = el("span", { class: "status", role: "status", "data-state": "connecting" }, ["Connecting…"]);
 const list = el("ol", { class: "messages", "aria-live": "polite" });
@@ -42,7 +50,8 @@ body.append(el("main", { class: "chat" }, [el("header", {}, [el("h1", {}, [body.
 
 const pending = new Map<string, Pending>(JSON.parse(sessionStorage.getItem(storageKey("pending")) ?? "[]").map((p: Pending) => [p.id, p]));
 const savePending = () => sessionStorage.setItem(storageKey("pending"), JSON.stringify([...pending.values()]));
-let me: string | null = null;
+/** The signed-in visitor's key (what their messages carry as sender); the last one this tab knew until `ready`. */
+let me: string | null = sessionStorage.getItem(storageKey("visitor"));
 let socket: WebSocket | null = null;
 let ready = false;
 let attempt = 0;
@@ -57,12 +66,17 @@ function send(frame: ClientFrame): void {
   if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
 }
 
+/** The element of a message this page wrote, by the page's id. */
+const pendingElement = (clientId: string) => list.querySelector<HTMLLIElement>(`li[data-client-id="${CSS.escape(clientId)}"]`);
+
 /** Shows an item once, wherever its time puts it; a second copy of an id only updates the first. */
 function show(item: ChatItem, state?: "pending" | "sent" | "failed", note?: string): void {
-  let li = list.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(item.id)}"]`);
+  const mine = item.from === "visitor" && (item.sender === undefined || item.sender.key === me);
+  // The gateway names a visitor's message `<sender key>:<page id>`; this page wrote it under its own id.
+  const clientId = mine ? item.id.slice(item.id.indexOf(":") + 1) : null;
+  let li = (clientId !== null ? pendingElement(clientId) : null) ?? list.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(item.id)}"]`);
   if (!li) {
-    const mine = item.from === "visitor" && (item.sender === undefined || item.sender.id === me);
-    li = el("li", { class: `message ${item.from}${mine ? " mine" : ""}`, "data-id": item.id, "data-at": item.at });
+    li = el("li", { class: `message ${item.from}${mine ? " mine" : ""}`, "data-id": item.id, "data-at": item.at, ...(clientId !== null ? { "data-client-id": clientId } : {}) });
     if (item.from === "visitor" && !mine && item.sender) li.append(el("div", { class: "sender" }, [item.sender.name]));
     const content = el("div", { class: "body" });
     if (item.from === "bot") content.append(renderMarkdown(item.text));
@@ -82,16 +96,33 @@ function show(item: ChatItem, state?: "pending" | "sent" | "failed", note?: stri
   if (meta && note !== undefined) meta.setAttribute("data-note", note);
 }
 
+/** A message this page wrote, before the gateway has named it. */
+function showPending(p: Pending, state: "pending" | "failed", note?: string): void {
+  show({ id: `${p.visitor ?? "?"}:${p.id}`, from: "visitor", text: p.text, at: p.at }, state, note);
+}
+
 function handle(frame: ServerFrame): void {
   switch (frame.type) {
     case "ready":
-      me = frame.visitor.id;
+      me = frame.visitor.key;
+      sessionStorage.setItem(storageKey("visitor"), me);
       ready = true;
-      attempt = 0;
       setStatus("online", "Online");
-      for (const p of pending.values()) send({ type: "message", id: p.id, text: p.text });
+      for (const p of pending.values()) {
+        // Written by someone else in this tab (signed out, and another signed in): never theirs to send.
+        if (p.visitor !== null && p.visitor !== me) {
+          pending.delete(p.id);
+          pendingElement(p.id)?.remove();
+          continue;
+        }
+        send({ type: "message", id: p.id, text: p.text });
+      }
+      savePending();
       return;
     case "history":
+      // Only now is the connection known to work: a gateway that accepts the hello but cannot
+      // read the history must not be retried at full speed.
+      attempt = 0;
       for (const item of frame.items) show(item, "sent");
       return;
     case "message":
@@ -101,7 +132,7 @@ function handle(frame: ServerFrame): void {
     case "ack":
       pending.delete(frame.id);
       savePending();
-      list.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(frame.id)}"]`)?.setAttribute("data-state", "sent");
+      pendingElement(frame.id)?.setAttribute("data-state", "sent");
       return;
     case "typing":
       typing.hidden = false;
@@ -125,14 +156,14 @@ function failed(frame: Extract<ServerFrame, { type: "error" }>): void {
   if (!frame.id) return;
   const p = pending.get(frame.id);
   if (frame.code === "rate_limited" && p) {
-    show({ id: p.id, from: "visitor", text: p.text, at: p.at }, "failed", `waiting ${frame.retryAfterSeconds ?? 10} s`);
+    showPending(p, "failed", `waiting ${frame.retryAfterSeconds ?? 10} s`);
     window.setTimeout(() => send({ type: "message", id: p.id, text: p.text }), (frame.retryAfterSeconds ?? 10) * 1000);
     return;
   }
   if (frame.code === "bad_frame" && p) {
     pending.delete(p.id);
     savePending();
-    show({ id: p.id, from: "visitor", text: p.text, at: p.at }, "failed", frame.message);
+    showPending(p, "failed", frame.message);
   }
 }
 
@@ -159,10 +190,10 @@ composer.addEventListener("submit", (event) => {
   event.preventDefault();
   const text = input.value.trim();
   if (!text) return;
-  const p: Pending = { id: crypto.randomUUID(), text, at: new Date().toISOString() };
+  const p: Pending = { id: newId(), text, at: new Date().toISOString(), visitor: me };
   pending.set(p.id, p);
   savePending();
-  show({ id: p.id, from: "visitor", text, at: p.at }, "pending");
+  showPending(p, "pending");
   if (ready) send({ type: "message", id: p.id, text });
   input.value = "";
 });
@@ -173,5 +204,5 @@ input.addEventListener("keydown", (event) => {
   }
 });
 
-for (const p of pending.values()) show({ id: p.id, from: "visitor", text: p.text, at: p.at }, "pending");
+for (const p of pending.values()) showPending(p, "pending");
 connect();

@@ -9,7 +9,9 @@ if (script) {
   const source = new URL(script.src);
   const chatUrl = new URL(source.pathname.replace(/\/embed\.js$/, ""), source.origin);
   const token = script.dataset.token;
-  if (token) chatUrl.hash = `token=${encodeURIComponent(token)}`;
+  // Always a fragment: without a token, `anonymous` tells the page to forget any token this
+  // tab kept from an earlier visitor (a sign-out on the operator's site).
+  chatUrl.hash = token ? `token=${encodeURIComponent(token)}` : "anonymous";
 
   const frame = document.createElement("iframe");
   frame.title = script.dataset.title ?? "Chat";

@@ -9,6 +9,10 @@ export interface ChatTranscriptRow {
   /** The InboundMessage or OutboundMessage contract as stored. */
   message: unknown;
   at: Date;
+  /** The delivery's status; `received` for an inbound message. */
+  status: string;
+  /** The delivery's parts accepted so far; 0 for an inbound message. */
+  sentParts: number;
 }
 
 /**
@@ -20,22 +24,25 @@ export class ChatTranscriptRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   /**
-   * The newest `limit` messages, oldest first, in one statement. Deliveries count once
-   * sent, or while being sent: a page that reconnects while a part goes out must not miss it
-   * (the part's id is stable, so the live copy that may follow is recognised).
+   * The newest `limit` messages, oldest first, in one statement. A delivery counts once a
+   * part of it may have been seen: sent, being sent (a page that reconnects while a part goes
+   * out must not miss it; the part's id is stable, so the live copy that may follow is
+   * recognised), or waiting or failed with parts out. `seq` orders deliveries created in the
+   * same millisecond.
    */
   async recent(chatAddress: string, limit: number): Promise<ChatTranscriptRow[]> {
     const rows = await this.prisma.$queryRaw<ChatTranscriptRow[]>`
-      SELECT direction, id, message, at FROM (
-        (SELECT 'in' AS direction, platform_message_id AS id, message->'message' AS message, received_at AS at
+      SELECT direction, id, message, at, status, sent_parts AS "sentParts" FROM (
+        (SELECT 'in' AS direction, platform_message_id AS id, message->'message' AS message, received_at AS at,
+                'received' AS status, 0 AS sent_parts, 0::bigint AS seq
            FROM inbound_messages WHERE chat_address = ${chatAddress}
           ORDER BY received_at DESC LIMIT ${limit})
         UNION ALL
-        (SELECT 'out', id::text, message, COALESCE(sent_at, created_at)
-           FROM deliveries WHERE target = ${chatAddress} AND status IN ('sent', 'sending')
+        (SELECT 'out', id::text, message, created_at, status, sent_parts, seq
+           FROM deliveries WHERE target = ${chatAddress} AND (status IN ('sent', 'sending') OR sent_parts > 0)
           ORDER BY seq DESC LIMIT ${limit})
       ) AS t
-      ORDER BY at DESC LIMIT ${limit}`;
+      ORDER BY at DESC, seq DESC LIMIT ${limit}`;
     return rows.reverse();
   }
 }

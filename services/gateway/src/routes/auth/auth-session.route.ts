@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { NahidaError, SignInRequest, SignInView, TokenScope } from "@nahida/contracts";
 import { hashToken } from "@nahida/db";
+import { reachedOverHttps } from "@nahida/http";
 import { authorizeTokenHash } from "../../plugins/auth";
 import { checkCsrf } from "../../plugins/browser-sessions";
 import type { TokenCache } from "../../plugins/token-cache";
@@ -32,7 +33,7 @@ export const authSessionRoutes: FastifyPluginAsyncZod<{ tokens: TokenCache }> = 
     async (request, reply) => {
       const tokenHash = hashToken(request.body.token);
       const token = await authorizeTokenHash(tokens, tokenHash, null);
-      const session = await app.browserSessions.start(reply, tokenHash, request.protocol === "https");
+      const session = await app.browserSessions.start(reply, tokenHash, reachedOverHttps(request));
       return reply.status(201).send({ token: { ...token, scopes: scopesOf(token.scopes) }, csrf_token: session.csrfToken, expires_at: session.expiresAt });
     },
   );

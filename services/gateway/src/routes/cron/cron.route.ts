@@ -41,7 +41,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     {
       config: { scope: "cron", rateLimit: {} },
       schema: {
-        summary: "Create a cron job",
+        operationId: "createCronJob", summary: "Create a cron job",
         description: "Schedules a notification or an agent turn for a typed target. Bad expressions, unknown time zones, an `at` in the past, intervals below the minimum and untyped targets are 400 naming the problem; a target over its quota is 409.",
         tags: ["cron"],
         body: CronCreateRequest,
@@ -59,7 +59,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     "/api/cron",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "List cron jobs", tags: ["cron"], querystring: CronListQuery, response: { 200: CronList, ...readErrorResponses } },
+      schema: { operationId: "listCronJobs", summary: "List cron jobs", tags: ["cron"], querystring: CronListQuery, response: { 200: CronList, ...readErrorResponses } },
     },
     async (request) => {
       const q = request.query;
@@ -73,7 +73,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     "/api/cron/:id",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "One cron job, with its next run and its last run", tags: ["cron"], params: IdParam, response: { 200: CronJobView, ...readErrorResponses } },
+      schema: { operationId: "getCronJob", summary: "One cron job, with its next run and its last run", tags: ["cron"], params: IdParam, response: { 200: CronJobView, ...readErrorResponses } },
     },
     async (request) => {
       const job = await getJob(request.params.id);
@@ -87,7 +87,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     {
       config: { scope: "cron", rateLimit: {} },
       schema: {
-        summary: "Change a cron job",
+        operationId: "updateCronJob", summary: "Change a cron job",
         description: "A new schedule counts from now: the old timing never fires again. Re-enabling a job does not fire the slots it slept through.",
         tags: ["cron"],
         params: IdParam,
@@ -102,7 +102,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     "/api/cron/:id",
     {
       config: { scope: "cron", rateLimit: {} },
-      schema: { summary: "Delete a cron job and its run history", tags: ["cron"], params: IdParam, response: { 204: z.null(), ...writeErrorResponses } },
+      schema: { operationId: "deleteCronJob", summary: "Delete a cron job and its run history", tags: ["cron"], params: IdParam, response: { 204: z.null(), ...writeErrorResponses } },
     },
     async (request, reply) => {
       unwrap(await cronJobs.delete(request.params.id));
@@ -115,7 +115,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     {
       config: { scope: "cron", rateLimit: {} },
       schema: {
-        summary: "Fire a cron job now",
+        operationId: "runCronJob", summary: "Fire a cron job now",
         description: "A manual run: a scheduler carries it out within a poll; the schedule does not move.",
         tags: ["cron"],
         params: IdParam,
@@ -132,7 +132,7 @@ export const cronRoutes: FastifyPluginAsyncZod<CronRouteOptions> = async (app, {
     "/api/cron/:id/runs",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "Runs of a cron job, newest slot first", tags: ["cron"], params: IdParam, querystring: HistoryQuery, response: { 200: CronRunList, ...readErrorResponses } },
+      schema: { operationId: "listCronRuns", summary: "Runs of a cron job, newest slot first", tags: ["cron"], params: IdParam, querystring: HistoryQuery, response: { 200: CronRunList, ...readErrorResponses } },
     },
     async (request) => {
       await getJob(request.params.id);

@@ -17,7 +17,7 @@ export const deliveryRoutes: FastifyPluginAsyncZod<DeliveryRouteOptions> = async
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "List deliveries, newest first",
+        operationId: "listDeliveries", summary: "List deliveries, newest first",
         description: "Filters combine: status, target, source, uncertain and a creation time range (`since` inclusive, `until` exclusive).",
         tags: ["send"],
         querystring: DeliveryListQuery,
@@ -45,7 +45,7 @@ export const deliveryRoutes: FastifyPluginAsyncZod<DeliveryRouteOptions> = async
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "Status of a delivery",
+        operationId: "getDelivery", summary: "Status of a delivery",
         tags: ["send"],
         params: IdParam,
         response: { 200: DeliveryView, ...readErrorResponses },
@@ -65,7 +65,7 @@ export const deliveryRoutes: FastifyPluginAsyncZod<DeliveryRouteOptions> = async
     {
       config: { scope: "send", rateLimit: {} },
       schema: {
-        summary: "Retry a failed or expired delivery",
+        operationId: "retryDelivery", summary: "Retry a failed or expired delivery",
         description:
           "One more attempt on the same row, with a fresh TTL: parts the platform accepted before are not sent again. Retrying one that is not failed or expired (already retried, queued, sending or sent) is 409, so concurrent retries send it once.",
         tags: ["send"],

@@ -17,7 +17,7 @@ export const quarantineRoutes: FastifyPluginAsyncZod<{ quarantine: InboundQuaran
       // Raw platform events (other routes strip them): operators only.
       config: { scope: "admin", rateLimit: {} },
       schema: {
-        summary: "Quarantined platform events",
+        operationId: "listQuarantinedEvents", summary: "Quarantined platform events",
         description:
           "Admin only (raw platform events). Events a channel delivered and the ingress acknowledged, but could not store as messages: they broke the message contract, Postgres refused them, or they nested too deep to read. Newest first, with the reason and the event as cleaned JSON text.",
         tags: ["inbound"],

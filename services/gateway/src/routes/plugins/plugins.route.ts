@@ -9,7 +9,7 @@ export const pluginRoutes: FastifyPluginAsyncZod<{ plugins: readonly PluginView[
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "Loaded plugins",
+        operationId: "listPlugins", summary: "Loaded plugins",
         description:
           "Every plugin this deployment loaded, the bundled ones (core, telegram, milky) first: its version, the host and plugin API ranges it declares, the tools, commands and channel kinds it provides, its permissions and the JSON Schema of its configuration.",
         tags: ["plugins"],

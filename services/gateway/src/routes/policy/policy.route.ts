@@ -10,7 +10,7 @@ export const policyRoutes: FastifyPluginAsyncZod<{ policies: PolicyRepository }>
     {
       config: { scope: "admin", rateLimit: {} },
       schema: {
-        summary: "The send policy",
+        operationId: "getSendPolicy", summary: "The send policy",
         description: "What agents may send to other chats and sessions; `{default: \"allow\", rules: []}` until one is stored.",
         tags: ["policy"],
         response: { 200: SendPolicy, ...readErrorResponses },
@@ -24,7 +24,7 @@ export const policyRoutes: FastifyPluginAsyncZod<{ policies: PolicyRepository }>
     {
       config: { scope: "admin", rateLimit: {} },
       schema: {
-        summary: "Replace the send policy",
+        operationId: "putSendPolicy", summary: "Replace the send policy",
         description:
           "Replaces the whole document. The first rule whose fields (channel, chat_type, session_prefix) all match a target decides, else `default`; a chat's `/send on|off` override wins over both. A malformed rule is 400 naming it.",
         tags: ["policy"],

@@ -14,7 +14,7 @@ export const sendRoutes: FastifyPluginAsyncZod<{ send: SendService }> = async (a
     {
       config: { scope: "send", rateLimit: {} },
       schema: {
-        summary: "Send a message to a chat",
+        operationId: "sendMessage", summary: "Send a message to a chat",
         description:
           "Queues a delivery to a typed chat address. With an Idempotency-Key header, repeating the same request returns the same delivery and sends once; the same key with another body is 409.",
         tags: ["send"],

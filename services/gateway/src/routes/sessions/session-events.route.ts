@@ -22,7 +22,7 @@ export const sessionEventRoutes: FastifyPluginAsyncZod<SessionEventRouteOptions>
     {
       config: { scope: "send", rateLimit: {} },
       schema: {
-        summary: "Send an event into a session",
+        operationId: "sendSessionEvent", summary: "Send an event into a session",
         description:
           "Stored as an event (role `event`, source `api:<token id>`), never as a user message. `record_only` writes it into the history for the session's next turn (202 `recorded`); `enqueue` also puts it into the session's lane, which runs a turn (202 `queued`). The run id appears on the event once a run takes it. An unknown session is 404.",
         tags: ["sessions"],
@@ -55,7 +55,7 @@ export const sessionEventRoutes: FastifyPluginAsyncZod<SessionEventRouteOptions>
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "A session's newest events",
+        operationId: "listSessionEvents", summary: "A session's newest events",
         description: "The 100 newest events sent to the session (by other sessions' agents and by operators), newest first, each with where it stands.",
         tags: ["sessions"],
         params: IdParam,
@@ -70,7 +70,7 @@ export const sessionEventRoutes: FastifyPluginAsyncZod<SessionEventRouteOptions>
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "Where a session event stands",
+        operationId: "getSessionEvent", summary: "Where a session event stands",
         description:
           "`recorded`, `queued`, `running`, `done` (with the reply, when the run gave one) or `failed` (with the error). A slow run stays `queued` or `running`; it is never reported as lost. 404 when the event does not exist or belongs to another session.",
         tags: ["sessions"],

@@ -10,7 +10,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
     "/api/sessions",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "List sessions, most recently active first", tags: ["sessions"], querystring: SessionListQuery, response: { 200: SessionList, ...readErrorResponses } },
+      schema: { operationId: "listSessions", summary: "List sessions, most recently active first", tags: ["sessions"], querystring: SessionListQuery, response: { 200: SessionList, ...readErrorResponses } },
     },
     async (request) => {
       const q = request.query;
@@ -30,7 +30,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
     "/api/sessions/:id",
     {
       config: { scope: "read", rateLimit: {} },
-      schema: { summary: "One session", tags: ["sessions"], params: IdParam, response: { 200: SessionView, ...readErrorResponses } },
+      schema: { operationId: "getSession", summary: "One session", tags: ["sessions"], params: IdParam, response: { 200: SessionView, ...readErrorResponses } },
     },
     async (request) => {
       const session = await sessions.get(request.params.id);
@@ -44,7 +44,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<{ sessions: SessionRepository;
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "A session's history, filtered",
+        operationId: "getSessionHistory", summary: "A session's history, filtered",
         description:
           "Newest page first (offset 0 is the latest `limit` messages), each page oldest first. Content is cut to 2000 characters; base64, temporary URLs, reasoning, raw platform events and tool arguments are removed.",
         tags: ["sessions"],

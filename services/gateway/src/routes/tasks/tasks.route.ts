@@ -24,7 +24,7 @@ export const taskRoutes: FastifyPluginAsyncZod<TaskRouteOptions> = async (app, {
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "A session's sub-agent tasks",
+        operationId: "listSessionTasks", summary: "A session's sub-agent tasks",
         description: "Newest first. 404 when the session does not exist.",
         tags: ["tasks"],
         params: IdParam,
@@ -43,7 +43,7 @@ export const taskRoutes: FastifyPluginAsyncZod<TaskRouteOptions> = async (app, {
     {
       config: { scope: "read", rateLimit: {} },
       schema: {
-        summary: "A sub-agent task",
+        operationId: "getTask", summary: "A sub-agent task",
         description: "Its status (set by the runtime), result or error, who took the result, and its tokens.",
         tags: ["tasks"],
         params: IdParam,
@@ -62,7 +62,7 @@ export const taskRoutes: FastifyPluginAsyncZod<TaskRouteOptions> = async (app, {
     {
       config: { scope: "send", rateLimit: {} },
       schema: {
-        summary: "Stop a sub-agent task",
+        operationId: "stopTask", summary: "Stop a sub-agent task",
         description:
           "Ends a queued or running task as `cancelled`, aborts its run, frees its slot and tells its parent once. A task that already ended is left as it is (`stopped` false, its status).",
         tags: ["tasks"],

@@ -16,7 +16,7 @@ export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (app
     "/api/tokens",
     {
       config: { scope: "admin", rateLimit: {} },
-      schema: { summary: "Create a token (the secret is shown once)", tags: ["tokens"], body: TokenCreateRequest, response: { 201: TokenCreated, ...readErrorResponses } },
+      schema: { operationId: "createToken", summary: "Create a token (the secret is shown once)", tags: ["tokens"], body: TokenCreateRequest, response: { 201: TokenCreated, ...readErrorResponses } },
     },
     async (request, reply) => {
       const scopes = [...new Set(request.body.scopes)];
@@ -29,7 +29,7 @@ export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (app
     "/api/tokens",
     {
       config: { scope: "admin", rateLimit: {} },
-      schema: { summary: "List tokens (never their secrets)", tags: ["tokens"], response: { 200: z.object({ tokens: z.array(TokenView) }), ...readErrorResponses } },
+      schema: { operationId: "listTokens", summary: "List tokens (never their secrets)", tags: ["tokens"], response: { 200: z.object({ tokens: z.array(TokenView) }), ...readErrorResponses } },
     },
     async () => ({ tokens: (await options.tokens.list()).map(tokenView) }),
   );
@@ -38,7 +38,7 @@ export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (app
     "/api/tokens/:id",
     {
       config: { scope: "admin", rateLimit: {} },
-      schema: { summary: "Revoke a token", tags: ["tokens"], params: IdParam, response: { 200: TokenView, ...readErrorResponses } },
+      schema: { operationId: "revokeToken", summary: "Revoke a token", tags: ["tokens"], params: IdParam, response: { 200: TokenView, ...readErrorResponses } },
     },
     async (request) => {
       const token = await options.tokens.revoke(request.params.id);
