@@ -136,7 +136,7 @@ describe("the web chat's socket", () => {
     expect((await s.closedWith()).code).toBe(1008);
   });
 
-  it("sends every page back to reconnect when this replica's subscription to Redis was cut, so nothing published meanwhile is missed", async () => {
+  it("sends every page back to reconnect (1012, then the history) when this replica's subscription to Redis was cut", async () => {
     const s = track(await ChatSocket.visitor(base, "cut"));
     const admin = new Redis(TEST_REDIS_URL);
     try {

@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import pg from "pg";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,8 +18,17 @@ describe("the web chat in a browser", () => {
   let base: string;
   const replicas: SpawnedProcess[] = [];
 
+  // Two other sites on this machine (localhost, not 127.0.0.1: another site to the browser).
+  const sites = { html: "", shop: "", other: "", servers: [] as Server[] };
+
   beforeAll(async () => {
-    h = await startHarness("web-chat-browser", { ...REPLICA_ENV, NAHIDA_API_TOKEN: ADMIN });
+    for (const name of ["shop", "other"] as const) {
+      const server = createServer((_request, response) => response.writeHead(200, { "content-type": "text/html" }).end(sites.html));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      sites[name] = `http://localhost:${(server.address() as AddressInfo).port}`;
+      sites.servers.push(server);
+    }
+    h = await startHarness("web-chat-browser", { ...REPLICA_ENV, NAHIDA_API_TOKEN: ADMIN, WEB_ORIGINS: sites.shop });
     echoModel(h.openai);
     base = h.nahida.gatewayAddress!;
     db = new pg.Pool({ connectionString: h.databaseUrl, max: 2 });
@@ -28,6 +39,7 @@ describe("the web chat in a browser", () => {
     await b?.close();
     await db?.end();
     await h?.close();
+    for (const server of sites.servers) server.close();
   });
 
   async function openChat(at: string, visitor: string): Promise<Page> {
@@ -67,13 +79,15 @@ describe("the web chat in a browser", () => {
   });
 
   it("forgets the last visitor's token when the embed opens the chat without one (a sign-out on the site)", async () => {
-    const page = await openChat(base, "alice");
-    await page.locator(".message.mine", { hasText: "hello from the browser" }).waitFor();
+    const page = await openChat(base, "carol");
+    await write(page, "before signing out");
+    await page.locator(".message.bot", { hasText: "echo: before signing out" }).waitFor({ timeout: 10_000 });
     await page.goto(`${base}/chat#anonymous`);
     await page.reload();
-    await page.waitForSelector('.status[data-state="online"]');
-    await page.locator(".message").first().waitFor({ state: "detached", timeout: 2_000 }).catch(() => undefined);
+    // The history has arrived (the page marks it): an anonymous visitor's, empty, not carol's.
+    await page.waitForSelector('body[data-history="loaded"]');
     expect(await page.locator(".message").count()).toBe(0);
+    expect(await page.evaluate(() => Object.keys((globalThis as unknown as { sessionStorage: Record<string, string> }).sessionStorage).filter((k) => k.endsWith(":token")))).toEqual([]);
     await page.close();
   });
 
@@ -137,6 +151,29 @@ describe("the web chat in a browser", () => {
     expect(await answer.locator("ul > li").allInnerTexts()).toEqual(["Carrier: ParcelNord", "Tracking: PN-4481-2290", "Expected: Thursday"]);
     expect(await answer.locator("a").getAttribute("rel")).toBe("noopener noreferrer nofollow");
     await screenshot(page, "web-chat");
+    await page.close();
+  });
+
+  it("embeds on an allowed site with one script tag, the token passed in the frame's fragment; another site may not frame it", async () => {
+    const page = await b.browser.newPage();
+    const token = await visitorToken("dana", { name: "Dana" });
+    sites.html = `<!doctype html><html><body><h1>A shop</h1><script src="${base}/chat/embed.js" data-token="${token}" data-label="Ask us"></script></body></html>`;
+    await page.goto(sites.shop);
+    await page.getByRole("button", { name: "Ask us" }).click();
+    const chat = page.frameLocator("iframe");
+    await chat.locator('.status[data-state="online"]').waitFor({ timeout: 10_000 });
+    await chat.locator(".composer textarea").fill("hello from the shop");
+    await chat.locator(".composer textarea").press("Enter");
+    await chat.locator(".message.bot", { hasText: "echo: hello from the shop" }).waitFor({ timeout: 10_000 });
+    // The token never travels to a server: it is in the fragment, which the page then drops.
+    expect(await page.locator("iframe").getAttribute("src")).toBe(`${base}/chat#token=${encodeURIComponent(token)}`);
+
+    // frame-ancestors names only the gateway and the shop: the browser refuses to show it elsewhere.
+    const blocked = new Promise<void>((resolve) => page.on("console", (m) => m.text().includes("frame-ancestors") && resolve()));
+    await page.goto(sites.other);
+    await page.getByRole("button", { name: "Ask us" }).click();
+    await blocked;
+    expect(await page.frameLocator("iframe").locator(".status").count()).toBe(0);
     await page.close();
   });
 

@@ -32,6 +32,14 @@ describe("sessions and filtered history", () => {
     await h?.close();
   });
 
+  it("finds sessions by part of their chat address, any case, % and _ taken as written", async () => {
+    const found = await call("GET", "/api/sessions?chat=MILKY:GROUP");
+    expect(found.body.sessions.map((s: { chat_address: string }) => s.chat_address)).toEqual(["milky:group:2"]);
+    expect((await call("GET", "/api/sessions?chat=_")).body.total).toBe(0);
+    expect((await call("GET", "/api/sessions?chat=%25")).body.total).toBe(0);
+    expect((await call("GET", "/api/sessions?chat=private:1")).body.total).toBe(1);
+  });
+
   it("lists sessions, filtered by channel and activity, paged", async () => {
     const all = await call("GET", "/api/sessions");
     expect(all.body.total).toBe(2);

@@ -52,6 +52,8 @@ export class WebChatHub {
       listeners = new Set();
       this.listeners.set(topic, listeners);
     }
+    // Refused at once while Redis is away: a queued SUBSCRIBE per waiting page would pile up.
+    if (this.subscriber.status !== "ready") throw new Error("redis is not connected");
     listeners.add(listener);
     const leave = async () => {
       listeners.delete(listener);

@@ -20,7 +20,10 @@ describe("visitor tokens", () => {
   });
 
   it("takes the visitor's id, name and room from the claims", async () => {
-    expect(await verifyVisitorToken(await sign({ sub: "kai", room: "lobby" }), SECRET, NOW)).toEqual({ ok: true, value: { id: "kai", name: "kai", room: "lobby" } });
+    expect(await verifyVisitorToken(await sign({ sub: "kai", name: "Kai", room: "lobby" }), SECRET, NOW)).toEqual({ ok: true, value: { id: "kai", name: "Kai", room: "lobby" } });
+    // Without a name, never the id (room members would see it).
+    const unnamed = await verifyVisitorToken(await sign({ sub: "customer@example.com", room: "lobby" }), SECRET, NOW);
+    expect(unnamed.ok && unnamed.value.name).toMatch(/^Visitor [A-Za-z0-9_-]{4}$/);
   });
 
   it.each([

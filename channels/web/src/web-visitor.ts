@@ -49,7 +49,8 @@ export async function verifyVisitorToken(token: string, secret: string, now: Dat
   // From now, not from iat: a token issued "in the future" must not stretch its life.
   if (typeof exp === "number" && exp - nowSeconds > MAX_TOKEN_LIFETIME_SECONDS) return err("the visitor token is valid for more than 30 days");
   if (room !== undefined && (typeof room !== "string" || !ROOM_ID.test(room))) return err("the visitor token's room must be 1-64 characters of A-Z a-z 0-9 _ -");
-  const shown = typeof name === "string" && name.trim() !== "" ? name.trim().slice(0, 64) : sub;
+  // Without a name, not the id: room members would see it (an operator's customer id, an email).
+  const shown = typeof name === "string" && name.trim() !== "" ? name.trim().slice(0, 64) : `Visitor ${visitorKey(secret, sub).slice(0, 4)}`;
   return ok({ id: sub, name: shown, ...(typeof room === "string" ? { room } : {}) });
 }
 

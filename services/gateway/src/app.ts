@@ -9,7 +9,7 @@ import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { ApiTokenRepository, CompactionRepository, CronRepository, InboundQuarantineRepository, DeliveryRepository, PolicyRepository, SessionEventRepository, SessionRepository, TurnRepository } from "@nahida/db";
 import { authPlugin } from "./plugins/auth";
-import { browserSessionsPlugin } from "./plugins/browser-sessions";
+import { browserSessionsPlugin, type CookieSigner } from "./plugins/browser-sessions";
 import { TokenCache } from "./plugins/token-cache";
 import { errorHandlerPlugin, jsonBodyPlugin, metricsRoute, type MetricsRouteOptions } from "@nahida/http";
 import { openApiPlugin } from "./plugins/openapi";
@@ -62,8 +62,8 @@ export interface ApiOptions {
   plugins: readonly PluginView[];
   /** bull-board under `/admin/queues` for admin tokens; off without it. */
   queueDashboard?: { queues: readonly Queue[]; readOnly: boolean };
-  /** Signs browsers' sign-in cookies (`cookieSecret`). */
-  sessionSecret: string;
+  /** Signs browsers' sign-in cookies. */
+  cookieSigner: CookieSigner;
 }
 
 /** A revoked token stops working on every replica within this long. */
@@ -109,7 +109,7 @@ export const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   const api = options.api;
   if (!api) return;
   const tokenCache = new TokenCache(api.tokens, { ttlMs: api.tokenCacheMs ?? TOKEN_CACHE_MS, maxEntries: 10_000, touchEveryMs: 60_000 });
-  await fastify.register(browserSessionsPlugin, { redis: api.redis, keyPrefix: api.prefix, secret: api.sessionSecret });
+  await fastify.register(browserSessionsPlugin, { redis: api.redis, keyPrefix: api.prefix, signer: api.cookieSigner });
   await fastify.register(authPlugin, { tokens: tokenCache });
   await fastify.register(rateLimitPlugin, { redis: api.redis, perMinute: api.rateLimitPerMinute, prefix: api.prefix });
   await fastify.register(sendRoutes, { send: api.send });

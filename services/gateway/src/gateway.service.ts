@@ -11,7 +11,7 @@ import type { Logger } from "@nahida/observability";
 import { pingRedis } from "@nahida/queue";
 import type { TaskLedger } from "@nahida/tasks";
 import { app } from "./app";
-import { cookieSecret } from "./plugins/browser-sessions";
+import { CookieSigner } from "./plugins/browser-sessions";
 import { createSendService } from "./services/send.service";
 
 export interface GatewayOptions {
@@ -58,7 +58,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const server = Fastify(serverOptions({ logger: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger, bodyLimitBytes: options.bodyLimitBytes }));
   const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine, compactions } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
-  const sessionSecret = await cookieSecret(options.redis, options.prefix, options.sessionSecret);
+  const cookieSigner = await CookieSigner.start(options.redis, options.prefix, options.sessionSecret);
   await server.register(app, {
     probes: [
       { name: "postgres", check: () => options.db.checkReady() },
@@ -85,7 +85,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       send: createSendService({ outbox: options.outbox }),
       retryDelivery: (id) => options.outbox.retry(id),
       plugins: options.plugins,
-      sessionSecret,
+      cookieSigner,
       ...(options.dashboard ? { queueDashboard: options.dashboard } : {}),
     },
   });
@@ -94,6 +94,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     server,
     address,
     async stop() {
+      cookieSigner.stop();
       await server.close();
     },
   };

@@ -126,7 +126,8 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   });
   const intake = createLaneIntake({ inbound: repositories.inbound, quarantine: repositories.quarantine, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
   // Channels the gateway serves itself (the web chat): every gateway replica mounts their
-  // routes. A chat's transcript is the ledger's: only for a bundled plugin or one allowed to read it.
+  // routes. A chat's transcript is the ledger's: only for a bundled plugin or one allowed to
+  // read it; another one's pages start empty.
   const readsLedger = (kind: string) =>
     env.plugins.views().some((p) => p.provides.channels.some((c) => c.kind === kind) && (p.bundled || p.permissions.ledger === "read"));
   const channelRoutes = () =>
@@ -138,7 +139,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         prefix,
         transcript: readsLedger(instance.kind)
           ? (chat, limit) => repositories.transcripts.recent(chat, limit)
-          : async () => Promise.reject(new Error(`the ${instance.kind} plugin has no ledger: read permission`)),
+          : async () => [],
         logger: logger.child({ component: `channel-${instance.name}` }),
       });
       return routes ? [{ name: instance.name, ...routes }] : [];

@@ -17,6 +17,21 @@ interface Pending {
   visitor: string | null;
 }
 
+/**
+ * The tab's session storage, or a stand-in for this page's life where the browser denies it
+ * (a frame on another site, with third-party storage blocked): the token still comes in the
+ * fragment every time the embed opens the page.
+ */
+const storage: Pick<Storage, "getItem" | "setItem" | "removeItem"> = (() => {
+  try {
+    window.sessionStorage.getItem("nahida-chat");
+    return window.sessionStorage;
+  } catch {
+    const kept = new Map<string, string>();
+    return { getItem: (key) => kept.get(key) ?? null, setItem: (key, value) => void kept.set(key, value), removeItem: (key) => void kept.delete(key) };
+  }
+})();
+
 const body = document.body;
 const socketPath = body.dataset.socket ?? "/chat/ws";
 const storageKey = (what: string) => `nahida-chat:${socketPath}:${what}`;
@@ -33,11 +48,14 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 // script without a token) forgets the last visitor's token.
 if (location.hash.length > 1) {
   const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
-  if (fromHash) sessionStorage.setItem(storageKey("token"), fromHash);
-  else sessionStorage.removeItem(storageKey("token"));
+  if (fromHash !== storage.getItem(storageKey("token"))) {
+    // Another visitor from here on: nothing of the last one (their unsent messages, their key) stays.
+    for (const what of ["token", "visitor", "pending"]) storage.removeItem(storageKey(what));
+    if (fromHash) storage.setItem(storageKey("token"), fromHash);
+  }
   history.replaceState(null, "", location.pathname + location.search);
 }
-const token = sessionStorage.getItem(storageKey("token")) ?? undefined;
+const token = storage.getItem(storageKey("token")) ?? undefined;
 /** `crypto.randomUUID` exists only on HTTPS and localhost; a page on plain HTTP elsewhere still needs ids. */
 const newId = () => (crypto.randomUUID ? crypto.randomUUID() : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(""));
 
@@ -48,13 +66,16 @@ const input = el("textarea", { name: "text", rows: "2", maxlength: "4000", place
 const composer = el("form", { class: "composer" }, [input, el("button", { type: "submit" }, ["Send"])]);
 body.append(el("main", { class: "chat" }, [el("header", {}, [el("h1", {}, [body.dataset.title ?? "Chat"]), status]), list, typing, composer]));
 
-const pending = new Map<string, Pending>(JSON.parse(sessionStorage.getItem(storageKey("pending")) ?? "[]").map((p: Pending) => [p.id, p]));
-const savePending = () => sessionStorage.setItem(storageKey("pending"), JSON.stringify([...pending.values()]));
+const pending = new Map<string, Pending>(JSON.parse(storage.getItem(storageKey("pending")) ?? "[]").map((p: Pending) => [p.id, p]));
+const savePending = () => storage.setItem(storageKey("pending"), JSON.stringify([...pending.values()]));
 /** The signed-in visitor's key (what their messages carry as sender); the last one this tab knew until `ready`. */
-let me: string | null = sessionStorage.getItem(storageKey("visitor"));
+let me: string | null = storage.getItem(storageKey("visitor"));
 let socket: WebSocket | null = null;
 let ready = false;
 let attempt = 0;
+/** Messages sent and not yet acknowledged; a few at a time, so a backlog never floods the socket. */
+const inFlight = new Set<string>();
+const MAX_IN_FLIGHT = 8;
 let typingTimer: number | undefined;
 
 function setStatus(state: "connecting" | "online" | "offline" | "signed-out", text: string): void {
@@ -65,6 +86,19 @@ function setStatus(state: "connecting" | "online" | "offline" | "signed-out", te
 function send(frame: ClientFrame): void {
   if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
 }
+
+/** Sends unsent messages, oldest first, at most a few unacknowledged at once. */
+function flushPending(): void {
+  if (!ready) return;
+  for (const p of pending.values()) {
+    if (inFlight.size >= MAX_IN_FLIGHT) return;
+    if (inFlight.has(p.id) || waiting.has(p.id)) continue;
+    inFlight.add(p.id);
+    send({ type: "message", id: p.id, text: p.text });
+  }
+}
+/** Messages held back by the rate limit until their time. */
+const waiting = new Set<string>();
 
 /** The element of a message this page wrote, by the page's id. */
 const pendingElement = (clientId: string) => list.querySelector<HTMLLIElement>(`li[data-client-id="${CSS.escape(clientId)}"]`);
@@ -105,7 +139,7 @@ function handle(frame: ServerFrame): void {
   switch (frame.type) {
     case "ready":
       me = frame.visitor.key;
-      sessionStorage.setItem(storageKey("visitor"), me);
+      storage.setItem(storageKey("visitor"), me);
       ready = true;
       setStatus("online", "Online");
       for (const p of pending.values()) {
@@ -113,17 +147,18 @@ function handle(frame: ServerFrame): void {
         if (p.visitor !== null && p.visitor !== me) {
           pending.delete(p.id);
           pendingElement(p.id)?.remove();
-          continue;
         }
-        send({ type: "message", id: p.id, text: p.text });
       }
       savePending();
+      inFlight.clear();
+      flushPending();
       return;
     case "history":
       // Only now is the connection known to work: a gateway that accepts the hello but cannot
       // read the history must not be retried at full speed.
       attempt = 0;
       for (const item of frame.items) show(item, "sent");
+      body.dataset.history = "loaded";
       return;
     case "message":
       show(frame.item, "sent");
@@ -131,7 +166,9 @@ function handle(frame: ServerFrame): void {
       return;
     case "ack":
       pending.delete(frame.id);
+      inFlight.delete(frame.id);
       savePending();
+      flushPending();
       pendingElement(frame.id)?.setAttribute("data-state", "sent");
       return;
     case "typing":
@@ -155,9 +192,14 @@ function failed(frame: Extract<ServerFrame, { type: "error" }>): void {
   }
   if (!frame.id) return;
   const p = pending.get(frame.id);
+  inFlight.delete(frame.id);
   if (frame.code === "rate_limited" && p) {
     showPending(p, "failed", `waiting ${frame.retryAfterSeconds ?? 10} s`);
-    window.setTimeout(() => send({ type: "message", id: p.id, text: p.text }), (frame.retryAfterSeconds ?? 10) * 1000);
+    waiting.add(p.id);
+    window.setTimeout(() => {
+      waiting.delete(p.id);
+      flushPending();
+    }, (frame.retryAfterSeconds ?? 10) * 1000);
     return;
   }
   if (frame.code === "bad_frame" && p) {
@@ -175,6 +217,8 @@ function connect(): void {
   ws.addEventListener("message", (event) => handle(JSON.parse(String(event.data)) as ServerFrame));
   ws.addEventListener("close", (event) => {
     ready = false;
+    inFlight.clear();
+    body.dataset.history = "";
     if (socket !== ws) return;
     if (event.code === CLOSE_UNAUTHORIZED) {
       if (status.dataset.state !== "signed-out") setStatus("signed-out", "This chat could not sign you in.");
@@ -182,7 +226,10 @@ function connect(): void {
     }
     setStatus("offline", "Offline: your messages are sent when the connection is back");
     attempt++;
-    window.setTimeout(connect, Math.min(5_000, 250 * 2 ** attempt) * (0.75 + Math.random() / 2));
+    // 1012: the gateway asks every page at once to come back (its Redis subscription was
+    // cut); spread them over a few seconds rather than at the same instant.
+    const spread = event.code === 1012 ? Math.random() * 3_000 : 0;
+    window.setTimeout(connect, spread + Math.min(5_000, 250 * 2 ** attempt) * (0.75 + Math.random() / 2));
   });
 }
 
@@ -194,7 +241,7 @@ composer.addEventListener("submit", (event) => {
   pending.set(p.id, p);
   savePending();
   showPending(p, "pending");
-  if (ready) send({ type: "message", id: p.id, text });
+  flushPending();
   input.value = "";
 });
 input.addEventListener("keydown", (event) => {

@@ -27,8 +27,8 @@ export class ChatTranscriptRepository {
    * The newest `limit` messages, oldest first, in one statement. A delivery counts once a
    * part of it may have been seen: sent, being sent (a page that reconnects while a part goes
    * out must not miss it; the part's id is stable, so the live copy that may follow is
-   * recognised), or waiting or failed with parts out. `seq` orders deliveries created in the
-   * same millisecond.
+   * recognised), or waiting or failed with parts out. A delivery's time is when it was sent
+   * (the live frame's too), else created; `seq` orders those of the same millisecond.
    */
   async recent(chatAddress: string, limit: number): Promise<ChatTranscriptRow[]> {
     const rows = await this.prisma.$queryRaw<ChatTranscriptRow[]>`
@@ -38,7 +38,7 @@ export class ChatTranscriptRepository {
            FROM inbound_messages WHERE chat_address = ${chatAddress}
           ORDER BY received_at DESC LIMIT ${limit})
         UNION ALL
-        (SELECT 'out', id::text, message, created_at, status, sent_parts, seq
+        (SELECT 'out', id::text, message, COALESCE(sent_at, created_at), status, sent_parts, seq
            FROM deliveries WHERE target = ${chatAddress} AND (status IN ('sent', 'sending') OR sent_parts > 0)
           ORDER BY seq DESC LIMIT ${limit})
       ) AS t

@@ -81,7 +81,7 @@ export class SessionEventRepository {
              li.status AS item_status, li.run_id::text AS item_run, li.error AS item_error
         FROM session_events e LEFT JOIN lane_items li ON li.kind = 'agent_event' AND li.ref_id = e.id::text
        WHERE ${where}
-       ORDER BY e.created_at DESC
+       ORDER BY e.created_at DESC, e.id DESC
        LIMIT ${limit}`;
     return rows.map(stateOf);
   }

@@ -148,7 +148,8 @@ export class SessionRepository {
   async list(filter: { channel?: string; activeSince?: Date; status?: string; chatContains?: string; limit: number; offset: number }): Promise<{ sessions: Session[]; total: number }> {
     const where = {
       ...(filter.channel ? { channel: filter.channel } : {}),
-      ...(filter.chatContains ? { chatAddress: { contains: filter.chatContains, mode: "insensitive" as const } } : {}),
+      // Prisma passes `contains` to LIKE as it is: % and _ would match anything.
+      ...(filter.chatContains ? { chatAddress: { contains: filter.chatContains.replace(/[\\%_]/g, "\\$&"), mode: "insensitive" as const } } : {}),
       ...(filter.activeSince ? { lastActivityAt: { gte: filter.activeSince } } : {}),
       ...(filter.status ? { status: filter.status } : {}),
     };

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import cookie from "@fastify/cookie";
+import cookie, { Signer } from "@fastify/cookie";
 import fp from "fastify-plugin";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
@@ -44,7 +44,10 @@ export class BrowserSessions {
     return `${this.keyPrefix}:browser-session:${sha256(sessionId)}`;
   }
 
-  async start(reply: FastifyReply, tokenHash: string, secure: boolean): Promise<BrowserSession> {
+  /** A new sign-in; the browser's previous one, if any, ends (a fresh id every time: no fixation). */
+  async start(request: FastifyRequest, reply: FastifyReply, tokenHash: string, secure: boolean): Promise<BrowserSession> {
+    const previous = this.sessionId(request);
+    if (previous) await this.redis.del(this.key(previous));
     const sessionId = randomBytes(32).toString("base64url");
     const session: BrowserSession = {
       tokenHash,
@@ -90,22 +93,59 @@ export function checkCsrf(request: FastifyRequest, session: BrowserSession): voi
   if (!ok) throw new NahidaError("forbidden", `a signed-in browser sends its CSRF token in ${CSRF_HEADER} with every change (GET /api/session has it)`);
 }
 
+/** How often a replica without GATEWAY_SESSION_SECRET looks at the shared secret in Redis. */
+const SECRET_REFRESH_MS = 30_000;
+
 /**
- * The secret that signs session cookies: `GATEWAY_SESSION_SECRET`, or else one made once
- * and kept in Redis, so every replica signs alike (a Redis that loses it signs everyone out,
- * as it loses the sessions too).
+ * What signs session cookies: `GATEWAY_SESSION_SECRET`, or else one secret kept in Redis for
+ * every replica. A Redis that lost it (a restart without persistence) gets the next
+ * replica's; each replica looks again every 30 s and takes the one Redis holds, so replicas
+ * agree again within that time, and a cookie signed with the secret a replica had before
+ * still verifies there (those sign-ins were lost with Redis anyway).
  */
-export async function cookieSecret(redis: Redis, keyPrefix: string, configured?: string): Promise<string> {
-  if (configured) return configured;
-  const key = `${keyPrefix}:browser-session:secret`;
-  await redis.set(key, randomBytes(32).toString("base64url"), "NX");
-  const secret = await redis.get(key);
-  if (!secret) throw new Error("the session cookie secret could not be read from Redis");
-  return secret;
+export class CookieSigner {
+  private signer: InstanceType<typeof Signer>;
+  private timer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private current: string,
+    private readonly shared?: { redis: Redis; key: string },
+  ) {
+    this.signer = new Signer([current]);
+  }
+
+  static async start(redis: Redis, keyPrefix: string, configured?: string): Promise<CookieSigner> {
+    if (configured) return new CookieSigner(configured);
+    const signer = new CookieSigner("", { redis, key: `${keyPrefix}:browser-session:secret` });
+    await signer.refresh();
+    signer.timer = setInterval(() => void signer.refresh().catch(() => undefined), SECRET_REFRESH_MS).unref();
+    return signer;
+  }
+
+  /** The secret Redis holds, set from this replica's own when Redis has none. */
+  async refresh(): Promise<void> {
+    const { redis, key } = this.shared!;
+    await redis.set(key, this.current || randomBytes(32).toString("base64url"), "NX");
+    const secret = await redis.get(key);
+    if (!secret) throw new Error("the session cookie secret could not be read from Redis");
+    if (secret === this.current) return;
+    this.signer = new Signer(this.current ? [secret, this.current] : [secret]);
+    this.current = secret;
+  }
+
+  /** For @fastify/cookie's `secret`. */
+  readonly cookieSecret = {
+    sign: (value: string) => this.signer.sign(value),
+    unsign: (value: string) => this.signer.unsign(value),
+  };
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
 }
 
 /** Registers cookie parsing and signing, and `app.browserSessions`, for the whole gateway. */
-export const browserSessionsPlugin = fp<{ redis: Redis; keyPrefix: string; secret: string }>(async (app, o) => {
-  await app.register(cookie, { secret: o.secret });
+export const browserSessionsPlugin = fp<{ redis: Redis; keyPrefix: string; signer: CookieSigner }>(async (app, o) => {
+  await app.register(cookie, { secret: o.signer.cookieSecret });
   app.decorate("browserSessions", new BrowserSessions(o.redis, o.keyPrefix));
 });

@@ -33,7 +33,7 @@ export const authSessionRoutes: FastifyPluginAsyncZod<{ tokens: TokenCache }> = 
     async (request, reply) => {
       const tokenHash = hashToken(request.body.token);
       const token = await authorizeTokenHash(tokens, tokenHash, null);
-      const session = await app.browserSessions.start(reply, tokenHash, reachedOverHttps(request));
+      const session = await app.browserSessions.start(request, reply, tokenHash, reachedOverHttps(request));
       return reply.status(201).send({ token: { ...token, scopes: scopesOf(token.scopes) }, csrf_token: session.csrfToken, expires_at: session.expiresAt });
     },
   );

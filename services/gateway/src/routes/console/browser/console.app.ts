@@ -114,4 +114,12 @@ function start(signIn: z.output<typeof SignInView>): void {
   void render();
 }
 
-api.signInState().then(start, () => show(main, signInForm()));
+api.signInState().then(
+  (signIn) => {
+    // Already signed in and sent here on the way somewhere (the queue dashboard): go on.
+    const next = nextPath();
+    if (next) location.assign(next);
+    else start(signIn);
+  },
+  () => show(main, signInForm()),
+);

@@ -29,21 +29,22 @@ function rows(ctx: ConsoleContext, deliveries: Delivery[], reload: () => Promise
   ]);
 }
 
-/** Deliveries that need a look first (failed, then uncertain), then the newest. */
+/** Deliveries that need a look first (failed or expired, then uncertain), then the newest. */
 export const deliveriesView: View = async (ctx) => {
   const section = h("section", {});
   const headers = ["Created", "Target", "Status", "Attempts", "Source", "Error", ""];
   const load = async () => {
-    const [failed, uncertain, recent] = await Promise.all([
+    const [failed, expired, uncertain, recent] = await Promise.all([
       ctx.api.deliveries({ status: "failed", limit: 50 }),
+      ctx.api.deliveries({ status: "expired", limit: 50 }),
       ctx.api.deliveries({ uncertain: true, limit: 50 }),
       ctx.api.deliveries({ limit: 50 }),
     ]);
     show(
       section,
       h("h2", {}, "Deliveries"),
-      h("h3", {}, `Failed (${failed.total})`),
-      table(headers, rows(ctx, failed.deliveries, load), { class: "failed" }),
+      h("h3", {}, `Failed or expired (${failed.total + expired.total})`),
+      table(headers, rows(ctx, [...failed.deliveries, ...expired.deliveries].sort((a, b) => b.created_at.localeCompare(a.created_at)), load), { class: "failed" }),
       h("h3", {}, `Uncertain (${uncertain.total})`),
       h("p", { class: "muted" }, "A part whose sending worker died before it was recorded: sent again under at_least_once (it may show twice), skipped under at_most_once."),
       table(headers, rows(ctx, uncertain.deliveries, load), { class: "uncertain" }),

@@ -18,12 +18,13 @@ const ROLE_OF_QUEUE: Record<string, string> = { lanes: "agent-worker", outbound:
 
 /** Whether the deployment is well: this gateway's checks, the workers on each queue, backlogs. */
 export const healthView: View = async (ctx) => {
-  const [ready, metrics] = await Promise.all([ctx.api.ready(), ctx.api.metrics().catch(() => "")]);
-  const workers = series(metrics, "nahida_queue_workers");
-  const jobs = series(metrics, "nahida_queue_jobs");
+  const [ready, metrics] = await Promise.all([ctx.api.ready(), ctx.api.metrics().catch(() => null)]);
+  if (metrics === null) ctx.notify("This gateway does not serve /metrics here: the roles cannot be shown.", "bad");
+  const workers = series(metrics ?? "", "nahida_queue_workers");
+  const jobs = series(metrics ?? "", "nahida_queue_jobs");
   const count = (queue: string, state: string) => jobs.find((j) => j.labels.queue === queue && j.labels.state === state)?.value ?? 0;
-  const openItems = series(metrics, "nahida_lane_open_items")[0]?.value;
-  const oldest = series(metrics, "nahida_lane_oldest_open_item_age_seconds")[0]?.value;
+  const openItems = series(metrics ?? "", "nahida_lane_open_items")[0]?.value;
+  const oldest = series(metrics ?? "", "nahida_lane_oldest_open_item_age_seconds")[0]?.value;
   return h(
     "section",
     {},
