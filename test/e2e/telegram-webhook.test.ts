@@ -75,9 +75,36 @@ describe("Telegram webhook mode end to end", () => {
     expect(await countInbound()).toBe(1);
   });
 
+  it("answers an update whose update_id was last seen longer ago than the dedupe window (Telegram re-seeded its ids)", async () => {
+    h.openai.enqueue({ content: "First answer." });
+    const first = { update_id: 900000010, ...privateText(555000111, "first message") };
+    expect(await h.telegram.deliverWebhook(first)).toBe(200);
+    await waitFor(async () => h.telegram.sent(555000111).length >= 1, 15_000, "the first reply");
+    await ledgerSettled(h.databaseUrl);
+    // A day and an hour pass without updates; Telegram starts counting again from a seed it chooses.
+    await db.query("UPDATE inbound_messages SET received_at = received_at - interval '25 hours' WHERE dedupe_key LIKE '%:update:900000010'");
+    h.openai.enqueue({ content: "Second answer." });
+    const later = { update_id: 900000010, ...privateText(555000111, "a new message, the same update_id") };
+    expect(await h.telegram.deliverWebhook(later)).toBe(200);
+    const sends = await waitFor(async () => (h.telegram.sent(555000111).length >= 2 ? h.telegram.sent(555000111) : undefined), 15_000, "the second reply");
+    expect(sends.map((c) => c.params.text)).toEqual(["First answer.", "Second answer."]);
+    // Both messages are kept; the old one's identity is retired, the new one holds it now.
+    const { rows } = await db.query<{ text: string; dedupe_key: string }>(
+      "SELECT message->'message'->>'text' AS text, dedupe_key FROM inbound_messages WHERE chat_address = 'telegram:private:555000111' ORDER BY received_at",
+    );
+    expect(rows.map((r) => r.text)).toEqual(["first message", "a new message, the same update_id"]);
+    expect(rows[0]!.dedupe_key).toMatch(/:update:900000010~[0-9a-f-]{36}$/);
+    expect(rows[1]!.dedupe_key).toMatch(/:update:900000010$/);
+    // And a redelivery of the new one, inside the window, is still a duplicate.
+    expect(await h.telegram.deliverWebhook(later)).toBe(200);
+    await ledgerSettled(h.databaseUrl);
+    expect(h.telegram.sent(555000111)).toHaveLength(2);
+  });
+
   it("acknowledges updates it does not handle without storing them", async () => {
+    const before = await countInbound();
     expect(await h.telegram.deliverWebhook({ update_id: 900000002, ...fixture("callback-query") })).toBe(200);
     expect(await h.telegram.deliverWebhook({ update_id: 900000003, ...fixture("edited-message") })).toBe(200);
-    expect(await countInbound()).toBe(1);
+    expect(await countInbound()).toBe(before);
   });
 });

@@ -38,6 +38,13 @@ export interface RecoveryTimings {
 
 export const DEFAULT_LEASE_MS = 10_000;
 
+/**
+ * How long an event's platform identity (a Telegram `update_id`, a Milky message seq) stays
+ * a duplicate: as long as a platform redelivers (Telegram: 24 hours). Older, the same identity
+ * is a new event: Telegram re-seeds `update_id` after a week without updates.
+ */
+export const DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600_000;
+
 export function recoveryTimings(leaseMs: number = DEFAULT_LEASE_MS): RecoveryTimings {
   if (!Number.isInteger(leaseMs) || leaseMs < 1_000) throw new RangeError(`the lease must be a whole number of milliseconds ≥ 1000, got ${leaseMs}`);
   const part = (divisor: number) => Math.max(200, Math.floor(leaseMs / divisor));

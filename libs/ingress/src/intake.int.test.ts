@@ -90,6 +90,39 @@ describe("createIntake", () => {
     expect(chat.rows).toEqual([{ channel: "testchat", trigger_mode: "mention" }]);
   });
 
+  it("takes an identity seen longer ago than the dedupe window, on another message, as a new event: stored, queued and woken; the old row stays", async () => {
+    const first = await h.intake.accept(candidate("reseeded:7", "a week ago", "testchat:private:504"));
+    if (first.kind !== "stored") throw new Error(first.kind);
+    expect((await h.intake.accept(candidate("reseeded:7", "a week ago", "testchat:private:504"))).kind).toBe("duplicate");
+    await h.t.db.pool.query("UPDATE inbound_messages SET received_at = now() - interval '24 hours 1 minute' WHERE id = $1", [first.inboundMessageId]);
+    const wakes = h.wakes.length;
+    // The same message again, however late, is still a duplicate (a Milky catch-up, a web resend).
+    expect((await h.intake.accept(candidate("reseeded:7", "a week ago", "testchat:private:504"))).kind).toBe("duplicate");
+    const again = await h.intake.accept(candidate("reseeded:7", "today", "testchat:private:504", { messageId: "2" }));
+    if (again.kind !== "stored") throw new Error(again.kind);
+    expect(again.inboundMessageId).not.toBe(first.inboundMessageId);
+    expect((await h.laneItemsOf(again.inboundMessageId)).map((i) => i.lane_key)).toEqual(["chat:testchat:private:504"]);
+    expect(h.wakes.length).toBe(wakes + 1);
+    const rows = await h.t.db.pool.query("SELECT id::text, dedupe_key FROM inbound_messages WHERE chat_address = 'testchat:private:504' ORDER BY received_at");
+    expect(rows.rows).toEqual([
+      { id: first.inboundMessageId, dedupe_key: `bot-1:reseeded:7~${first.inboundMessageId}` },
+      { id: again.inboundMessageId, dedupe_key: "bot-1:reseeded:7" },
+    ]);
+    // The new one is the identity now: its redelivery is a duplicate of it.
+    expect(await h.intake.accept(candidate("reseeded:7", "today", "testchat:private:504", { messageId: "2" }))).toEqual({ kind: "duplicate", inboundMessageId: again.inboundMessageId });
+  });
+
+  it("stores a re-seeded identity once when two deliveries of the new event race", async () => {
+    const first = await h.intake.accept(candidate("reseeded:8", "old", "testchat:private:505"));
+    if (first.kind !== "stored") throw new Error(first.kind);
+    await h.t.db.pool.query("UPDATE inbound_messages SET received_at = now() - interval '30 hours' WHERE id = $1", [first.inboundMessageId]);
+    const outcomes = await Promise.all([0, 1, 2].map(() => h.intake.accept(candidate("reseeded:8", "new", "testchat:private:505", { messageId: "9" }))));
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["duplicate", "duplicate", "stored"]);
+    const ids = new Set(outcomes.map((o) => (o as { inboundMessageId: string }).inboundMessageId));
+    expect(ids.size).toBe(1);
+    expect((await h.t.db.pool.query("SELECT count(*)::int AS n FROM inbound_messages WHERE chat_address = 'testchat:private:505'")).rows[0].n).toBe(2);
+  });
+
   it("numbers a lane's messages in the order they were stored, also when they arrive at once", async () => {
     const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => h.intake.accept(candidate(`burst:${i}`, `m${i}`, "testchat:private:502"))));
     const seqs = await Promise.all(outcomes.map(async (o) => (o.kind === "stored" ? (await h.laneItemsOf(o.inboundMessageId))[0]!.seq : "none")));

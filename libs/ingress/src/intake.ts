@@ -71,6 +71,8 @@ export interface IntakeOptions {
   supersede(laneKey: string, seq: bigint): Promise<void>;
   /** Counts every outcome by channel (`nahida_inbound_events_total`). */
   metrics?: InboundMetrics;
+  /** How long an event's identity is a duplicate (DEFAULT_DEDUPE_WINDOW_MS, 24 hours). */
+  dedupeWindowMs?: number;
 }
 
 export interface Intake {
@@ -178,6 +180,7 @@ export function createIntake(options: IntakeOptions): Intake {
           message: checked.message,
           context: checked.context,
           raw: clean.raw,
+          ...(options.dedupeWindowMs !== undefined ? { dedupeWindowMs: options.dedupeWindowMs } : {}),
         },
         { key: laneKey, append, traceparent: currentTraceparent() },
       );
@@ -236,10 +239,12 @@ export function createLaneIntake(o: {
   redis: Redis;
   prefix: string;
   metrics?: InboundMetrics;
+  dedupeWindowMs?: number;
 }): Intake {
   return createIntake({
     inbound: o.inbound,
     quarantine: o.quarantine,
+    ...(o.dedupeWindowMs !== undefined ? { dedupeWindowMs: o.dedupeWindowMs } : {}),
     ...(o.metrics ? { metrics: o.metrics } : {}),
     wake: (laneKey) => wakeLane(o.lanes, laneKey),
     interrupt: (laneKey) => interruptLane(o.redis, o.prefix, laneKey),

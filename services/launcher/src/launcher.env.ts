@@ -5,7 +5,7 @@ import { z } from "zod";
 import { baseEnvSchema, cleanEnv, parseEnv, port, positiveMs, type EnvIssue } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import type { ChannelModule } from "@nahida/channels";
-import { err, ok, type Result } from "@nahida/contracts";
+import { DEFAULT_DEDUPE_WINDOW_MS, err, ok, type Result } from "@nahida/contracts";
 import { gatewayEnvSchema } from "@nahida/gateway";
 import { loadPlugins, type LoadedPlugins, type PluginEntry } from "@nahida/plugins";
 import { schedulerEnvSchema } from "@nahida/scheduler";
@@ -54,6 +54,11 @@ const fixedEnvSchema = z.object({
   NAHIDA_HEALTH_PORT: port.optional(),
   /** Where the probe listener listens (`0.0.0.0` in containers, so the orchestrator reaches it). */
   NAHIDA_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
+  /** How long a platform event's identity (a Telegram update_id) counts as a duplicate; older, the same identity is a new event. */
+  NAHIDA_DEDUPE_WINDOW_MS: positiveMs
+    .min(3_600_000, "must be at least an hour (3600000): platforms redeliver for that long and more")
+    .max(30 * 86_400_000, "must be at most 30 days (2592000000)")
+    .default(DEFAULT_DEDUPE_WINDOW_MS),
   /** How long SIGTERM waits for running work before exiting anyway. */
   NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
 });

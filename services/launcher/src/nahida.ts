@@ -124,7 +124,15 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     maxJobsPerTarget: env.SCHEDULER_MAX_JOBS_PER_TARGET,
     channels: env.channels.map((c) => c.name),
   });
-  const intake = createLaneIntake({ inbound: repositories.inbound, quarantine: repositories.quarantine, lanes: queues.lanes, redis, prefix, metrics: metrics.inbound });
+  const intake = createLaneIntake({
+    inbound: repositories.inbound,
+    quarantine: repositories.quarantine,
+    lanes: queues.lanes,
+    redis,
+    prefix,
+    metrics: metrics.inbound,
+    dedupeWindowMs: env.NAHIDA_DEDUPE_WINDOW_MS,
+  });
   // Channels the gateway serves itself (the web chat): every gateway replica mounts their
   // routes. A chat's transcript is the ledger's: only for a bundled plugin or one allowed to
   // read it; another one's pages start empty.

@@ -1,4 +1,4 @@
-import type { InboundMessage as InboundMessageContract, LaneItemKind, MessageContext } from "@nahida/contracts";
+import { DEFAULT_DEDUPE_WINDOW_MS, type InboundMessage as InboundMessageContract, type LaneItemKind, type MessageContext } from "@nahida/contracts";
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
 import { laneAppendCtes } from "../lane-append";
@@ -53,7 +53,12 @@ export class InboundMessageRepository {
    * mentions nobody goes in only when the chat answers everything).
    *
    * Idempotent per (channel, dedupeKey): a redelivered event returns the first row's id and
-   * appends nothing. `legacyDedupeKey` is the key the same event had before keys carried
+   * appends nothing. Only a row with the key stored longer ago than `dedupeWindowMs` and
+   * holding another message (another platform message id or chat) is another event reusing
+   * the identity (Telegram re-seeds `update_id`): the old row's key is retired (suffixed with
+   * its id; the row and its turns stay) and the event is stored anew, in statements taken
+   * only then. A late replay of the same message (a Milky catch-up, a web page's resend)
+   * stays a duplicate at any age. `legacyDedupeKey` is the key the same event had before keys carried
    * the account; a row stored under it within the last day (Telegram redelivers for at most
    * that long) counts as the same event, so a redelivery across the upgrade is not answered
    * twice. The lookup uses the unique index. Shim: removed in 0.2.0.
@@ -65,12 +70,31 @@ export class InboundMessageRepository {
       message: InboundMessageContract;
       context: MessageContext;
       raw: unknown;
+      /** A row with the same key older than this is not this event. Default 24 hours. */
+      dedupeWindowMs?: number;
     },
     /** `traceparent`: the intake's span, stored with the lane item for the run to continue. */
     lane: { key: string; append: LaneAppend; traceparent?: string | null },
     tx?: Tx,
   ): Promise<StoredInbound> {
+    // On its own (the ingress's hot path) through pg directly; inside a caller's transaction through it.
+    const run = (statement: Prisma.Sql) => (tx ? tx.$queryRaw<StoreRow[]>(statement) : poolRows<StoreRow>(this.pool, statement));
+    const row = (await run(this.storeStatement(input, lane)))[0];
+    if (!row) throw new Error("inbound insert returned no row");
+    if (row.stale) {
+      // Retire the old identity (guarded: a concurrent redelivery may have done it) and store again.
+      await run(Prisma.sql`UPDATE inbound_messages SET dedupe_key = dedupe_key || '~' || id::text
+                            WHERE id = ${row.id}::uuid AND dedupe_key = ${input.dedupeKey}::text RETURNING id`);
+      return this.store({ ...input, dedupeWindowMs: Number.POSITIVE_INFINITY }, lane, tx);
+    }
+    const queued = row.lane_seq !== null;
+    return { id: row.id, created: row.created, queued, lane: queued ? { seq: BigInt(row.lane_seq!), mode: row.lane_mode ?? "collect" } : null };
+  }
+
+  private storeStatement(input: Parameters<InboundMessageRepository["store"]>[0], lane: Parameters<InboundMessageRepository["store"]>[1]): Prisma.Sql {
     const { message } = input;
+    // Infinity (the retry after retiring a key) never calls a row stale.
+    const windowSeconds = Number.isFinite(input.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS) ? (input.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS) / 1000 : null;
     // Shim, removed in 0.2.0: `extra.command` is written too, for agent workers before 0.1.0.
     const body = { message, context: input.context, ...(message.command ? { extra: { command: message.command } } : {}) };
     const statement = Prisma.sql`
@@ -87,7 +111,7 @@ export class InboundMessageRepository {
                ${new Date(message.timestamp)}::timestamptz, now()
          WHERE NOT EXISTS (SELECT 1 FROM legacy)
         ON CONFLICT (channel, dedupe_key) DO UPDATE SET channel = EXCLUDED.channel
-        RETURNING id, (xmax = 0) AS created
+        RETURNING id, (xmax = 0) AS created, received_at, platform_message_id, chat_address
       ), trigger AS (
         -- A plain read (no lock): a chat seen for the first time answers mentions only.
         SELECT trigger_mode FROM chats WHERE address = ${message.chat}::text
@@ -110,15 +134,15 @@ export class InboundMessageRepository {
         ON CONFLICT (address) DO UPDATE SET display_name = EXCLUDED.display_name, updated_at = now()
          WHERE EXCLUDED.display_name IS NOT NULL AND chats.display_name IS DISTINCT FROM EXCLUDED.display_name
       )
-      SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq, (SELECT mode FROM lane) AS lane_mode FROM inserted
+      SELECT inserted.id::text AS id, inserted.created, (SELECT seq FROM item) AS lane_seq, (SELECT mode FROM lane) AS lane_mode,
+             -- Stale: old, and another message (a replay of the same one, however late, stays a duplicate).
+             (NOT inserted.created AND ${windowSeconds}::float8 IS NOT NULL
+              AND extract(epoch FROM now() - inserted.received_at) > ${windowSeconds}::float8
+              AND (inserted.platform_message_id, inserted.chat_address) IS DISTINCT FROM (${message.messageId}::text, ${message.chat}::text)) AS stale
+        FROM inserted
       UNION ALL
-      SELECT id::text, false, NULL, NULL FROM legacy`;
-    // On its own (the ingress's hot path) through pg directly; inside a caller's transaction through it.
-    const rows = tx ? await tx.$queryRaw<StoreRow[]>(statement) : await poolRows<StoreRow>(this.pool, statement);
-    const row = rows[0];
-    if (!row) throw new Error("inbound insert returned no row");
-    const queued = row.lane_seq !== null;
-    return { id: row.id, created: row.created, queued, lane: queued ? { seq: BigInt(row.lane_seq!), mode: row.lane_mode ?? "collect" } : null };
+      SELECT id::text, false, NULL, NULL, false FROM legacy`;
+    return statement;
   }
 
   async get(id: string, tx?: Tx): Promise<InboundRecord | null> {
@@ -158,6 +182,8 @@ interface StoreRow {
   created: boolean;
   lane_seq: bigint | string | null;
   lane_mode: string | null;
+  /** A duplicate of a row older than the dedupe window: another event reusing the identity. */
+  stale: boolean;
 }
 
 /** Shape of `inbound_messages.message`. */
