@@ -93,3 +93,25 @@ describe("browser sign-in (POST /api/auth/session) and CSRF", () => {
     expect(api.headers.get("content-security-policy")).toBeNull();
   });
 });
+
+describe("behind a reverse proxy it is told to trust (GATEWAY_TRUST_PROXY)", () => {
+  let h: Harness;
+  let anonymous: ReturnType<typeof apiClient>;
+  beforeAll(async () => {
+    h = await startHarness("browser_sessions_proxy", { NAHIDA_API_TOKEN: ADMIN, NAHIDA_SERVICES: "gateway", GATEWAY_TRUST_PROXY: "127.0.0.1" });
+    anonymous = apiClient(h.nahida.gatewayAddress!);
+  });
+  afterAll(async () => h?.close());
+
+  it("takes the browser's scheme and host from the proxy: a Secure cookie, and the dashboard's own origin", async () => {
+    const proxied = { "x-forwarded-proto": "https", "x-forwarded-host": "ops.example.com" };
+    const signIn = await anonymous("POST", "/api/auth/session", { token: ADMIN }, proxied);
+    expect(signIn.headers.get("set-cookie")).toMatch(/; Secure(;|$)/);
+    const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
+    // The browser's Origin is the public one; the dashboard compares it with the forwarded host.
+    const change = await anonymous("PUT", "/admin/queues/api/queues/outbound/pause", undefined, { ...proxied, cookie, origin: "https://ops.example.com" });
+    expect(change.status).toBe(405);
+    const elsewhere = await anonymous("PUT", "/admin/queues/api/queues/outbound/pause", undefined, { ...proxied, cookie, origin: "https://evil.example" });
+    expect(elsewhere.status).toBe(403);
+  });
+});

@@ -23,9 +23,15 @@ function socketAnswer(socket: Socket, status: number, reason: string, code: Erro
  * Fastify cannot decode (`frameworkErrors`), and a request Node's parser refuses before
  * Fastify sees it (`clientErrorHandler`: headers too large → 431, anything else → 400).
  */
-export function serverOptions(o: { logger: FastifyServerOptions["loggerInstance"]; bodyLimitBytes?: number }): FastifyServerOptions {
+export function serverOptions(o: {
+  logger: FastifyServerOptions["loggerInstance"];
+  bodyLimitBytes?: number;
+  /** Which proxies' `X-Forwarded-*` headers to believe (Fastify's `trustProxy`): the client's address, scheme and host. */
+  trustProxy?: boolean | string;
+}): FastifyServerOptions {
   return {
     loggerInstance: o.logger,
+    ...(o.trustProxy !== undefined ? { trustProxy: o.trustProxy } : {}),
     ...(o.bodyLimitBytes !== undefined ? { bodyLimit: o.bodyLimitBytes } : {}),
     frameworkErrors: (error, _request, reply) => {
       const status = typeof (error as { statusCode?: unknown }).statusCode === "number" ? (error as { statusCode: number }).statusCode : 400;

@@ -13,6 +13,15 @@ export const gatewayEnvSchema = z.object({
   NAHIDA_API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   /** bull-board under /admin/queues (admin tokens only): `read-only` (default), `read-write` (retry, promote, clean, remove jobs) or `off`. */
   NAHIDA_QUEUE_DASHBOARD: z.enum(["read-only", "read-write", "off"]).default("read-only"),
+  /**
+   * The proxies in front of the gateway whose X-Forwarded-For/-Proto/-Host it believes:
+   * `true` (whoever connects) or their addresses and CIDRs, comma-separated. Unset: none.
+   */
+  GATEWAY_TRUST_PROXY: z
+    .string()
+    .regex(/^(true|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, "must be true, or proxy addresses/CIDRs, comma-separated")
+    .transform((v): true | string => (v === "true" ? true : v))
+    .optional(),
   /** Signs browsers' sign-in cookies (console, queue dashboard); without it a random one is kept in Redis for every replica. */
   GATEWAY_SESSION_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
 });

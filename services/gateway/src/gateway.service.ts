@@ -19,6 +19,8 @@ export interface GatewayOptions {
   port: number;
   /** Largest accepted request body. */
   bodyLimitBytes: number;
+  /** GATEWAY_TRUST_PROXY: which proxies' X-Forwarded-* headers to believe. */
+  trustProxy?: boolean | string;
   db: Pick<Database, "checkReady">;
   repositories: Pick<Repositories, "deliveries" | "sessions" | "turns" | "tokens" | "cron" | "events" | "policies" | "quarantine" | "compactions">;
   /** Every send goes through it (it knows the registered channels and the workspace). */
@@ -55,7 +57,11 @@ export interface RunningGateway {
 }
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
-  const server = Fastify(serverOptions({ logger: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger, bodyLimitBytes: options.bodyLimitBytes }));
+  const server = Fastify(serverOptions({
+      logger: options.logger.child({ scope: "http" }) as unknown as FastifyBaseLogger,
+      bodyLimitBytes: options.bodyLimitBytes,
+      ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+    }));
   const { tokens, deliveries, sessions, turns, cron, events, policies, quarantine, compactions } = options.repositories;
   if (options.bootstrapToken) await tokens.upsertBootstrap(options.bootstrapToken);
   const cookieSigner = await CookieSigner.start(options.redis, options.prefix, options.sessionSecret);

@@ -201,3 +201,12 @@ describe("launcher environment: web chats", () => {
     ]);
   });
 });
+
+describe("launcher environment: the gateway behind a proxy", () => {
+  it("believes X-Forwarded-* from every proxy, from listed ones, or (unset) from none", () => {
+    expect(parsed({}).GATEWAY_TRUST_PROXY).toBeUndefined();
+    expect(parsed({ GATEWAY_TRUST_PROXY: "true" }).GATEWAY_TRUST_PROXY).toBe(true);
+    expect(parsed({ GATEWAY_TRUST_PROXY: "10.0.0.0/8, 127.0.0.1" }).GATEWAY_TRUST_PROXY).toBe("10.0.0.0/8, 127.0.0.1");
+    expect(issues({ GATEWAY_TRUST_PROXY: "yes please" })).toEqual(["  GATEWAY_TRUST_PROXY: must be true, or proxy addresses/CIDRs, comma-separated"]);
+  });
+});

@@ -176,6 +176,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         host: env.GATEWAY_HOST,
         port: env.GATEWAY_PORT,
         bodyLimitBytes: env.GATEWAY_BODY_LIMIT_BYTES,
+        ...(env.GATEWAY_TRUST_PROXY !== undefined ? { trustProxy: env.GATEWAY_TRUST_PROXY } : {}),
         db,
         repositories,
         outbox,
