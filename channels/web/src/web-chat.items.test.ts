@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatTranscriptEntry } from "@nahida/channels";
+import type { ChatTranscriptEntry } from "@nahida/contracts";
 import { transcriptItems } from "./web-chat.items";
 import { visitorCookieAttributes } from "./web-chat.routes";
 

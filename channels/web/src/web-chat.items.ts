@@ -1,5 +1,4 @@
-import { InboundMessage, OutboundMessage } from "@nahida/contracts";
-import type { ChatTranscriptEntry } from "@nahida/channels";
+import { InboundMessage, OutboundMessage, type ChatTranscriptEntry } from "@nahida/contracts";
 import { chunkText } from "@nahida/text";
 import type { ChatItem } from "./web-chat.protocol";
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Redis } from "ioredis";
 import type { z } from "zod";
-import type { Readiness } from "@nahida/contracts";
+import type { ChatTranscriptEntry, Readiness } from "@nahida/contracts";
 import type { Intake } from "@nahida/ingress";
 import type { Logger } from "@nahida/observability";
 import type { ChannelSender } from "./channel-sender";
@@ -52,22 +52,6 @@ export interface RunningChannelIngress {
   readiness?(): Promise<Readiness>;
   /** Fields for the start log line (account, mode, listen address); never a secret. */
   describe?: Record<string, string | number | undefined>;
-}
-
-/** A message of a chat as its own page shows it: what a visitor said, and what was sent to the chat. */
-export interface ChatTranscriptEntry {
-  /** `in`: an inbound message (its id is the platform's message id); `out`: a delivery. */
-  direction: "in" | "out";
-  /** The inbound message's platform id, or the delivery's id. */
-  id: string;
-  /** The InboundMessage or the OutboundMessage contract, as stored. */
-  message: unknown;
-  /** When it was received, or sent (queued, while the send is under way). */
-  at: Date;
-  /** A delivery's status (`sent`, `sending`, `queued`, `failed`, ...); `received` for an inbound message. */
-  status: string;
-  /** A delivery's parts the platform accepted so far; 0 for an inbound message. */
-  sentParts: number;
 }
 
 /** Reads a chat's recent messages from the ledger, oldest first. */

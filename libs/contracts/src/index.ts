@@ -15,3 +15,4 @@ export * from "./readiness";
 export * from "./cross-session";
 export * from "./turns";
 export * from "./subagents";
+export * from "./chat-transcript";

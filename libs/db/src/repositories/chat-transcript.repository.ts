@@ -1,19 +1,5 @@
+import type { ChatTranscriptEntry } from "@nahida/contracts";
 import type { PrismaClient } from "../database";
-
-/** One message of a chat's transcript. */
-export interface ChatTranscriptRow {
-  /** `in`: what someone in the chat said; `out`: what was sent to it. */
-  direction: "in" | "out";
-  /** The inbound message's platform id, or the delivery's id. */
-  id: string;
-  /** The InboundMessage or OutboundMessage contract as stored. */
-  message: unknown;
-  at: Date;
-  /** The delivery's status; `received` for an inbound message. */
-  status: string;
-  /** The delivery's parts accepted so far; 0 for an inbound message. */
-  sentParts: number;
-}
 
 /**
  * A chat's conversation as the chat itself saw it (a web chat page after a reload): the
@@ -30,8 +16,8 @@ export class ChatTranscriptRepository {
    * recognised), or waiting or failed with parts out. A delivery's time is when it was sent
    * (the live frame's too), else created; `seq` orders those of the same millisecond.
    */
-  async recent(chatAddress: string, limit: number): Promise<ChatTranscriptRow[]> {
-    const rows = await this.prisma.$queryRaw<ChatTranscriptRow[]>`
+  async recent(chatAddress: string, limit: number): Promise<ChatTranscriptEntry[]> {
+    const rows = await this.prisma.$queryRaw<ChatTranscriptEntry[]>`
       SELECT direction, id, message, at, status, sent_parts AS "sentParts" FROM (
         (SELECT 'in' AS direction, platform_message_id AS id, message->'message' AS message, received_at AS at,
                 'received' AS status, 0 AS sent_parts, 0::bigint AS seq
