@@ -114,51 +114,33 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
   let sources: MetricSources = {};
   const failed = (source: keyof MetricSources, error: unknown) => options.onSourceError?.(source, error instanceof Error ? error : new Error(String(error)));
 
-  new Gauge({
-    name: "nahida_queue_jobs",
-    help: "Jobs in each BullMQ queue by state (waiting, active, delayed, failed, ...), read at scrape time",
-    labelNames: ["queue", "state"],
-    registers,
-    async collect() {
-      this.reset();
-      if (!sources.queueJobs) return;
-      try {
-        for (const { queue, state, count } of await sources.queueJobs()) this.set({ queue, state }, count);
-      } catch (error) {
-        failed("queueJobs", error);
-      }
-    },
-  });
-  new Gauge({
-    name: "nahida_queue_workers",
-    help: "Worker connections consuming each BullMQ queue across the deployment (lanes: agent workers, outbound: delivery), read at scrape time",
-    labelNames: ["queue"],
-    registers,
-    async collect() {
-      this.reset();
-      if (!sources.queueWorkers) return;
-      try {
-        for (const { queue, count } of await sources.queueWorkers()) this.set({ queue }, count);
-      } catch (error) {
-        failed("queueWorkers", error);
-      }
-    },
-  });
-  new Gauge({
-    name: "nahida_subagent_tasks",
-    help: "Sub-agent tasks queued (waiting for a slot) and running, read at scrape time",
-    labelNames: ["status"],
-    registers,
-    async collect() {
-      this.reset();
-      if (!sources.tasks) return;
-      try {
-        for (const { status, count } of await sources.tasks()) this.set({ status }, count);
-      } catch (error) {
-        failed("tasks", error);
-      }
-    },
-  });
+  // A gauge per source of counts by label, read at scrape time; a failing source leaves its
+  // gauge out of that scrape.
+  const countsGauge = (name: string, help: string, labelNames: string[], source: "queueJobs" | "queueWorkers" | "tasks") =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers,
+      async collect() {
+        this.reset();
+        const read = sources[source];
+        if (!read) return;
+        try {
+          for (const { count, ...labels } of await read()) this.set(labels, count);
+        } catch (error) {
+          failed(source, error);
+        }
+      },
+    });
+  countsGauge("nahida_queue_jobs", "Jobs in each BullMQ queue by state (waiting, active, delayed, failed, ...), read at scrape time", ["queue", "state"], "queueJobs");
+  countsGauge(
+    "nahida_queue_workers",
+    "Worker connections consuming each BullMQ queue across the deployment (lanes: agent workers, outbound: delivery), read at scrape time",
+    ["queue"],
+    "queueWorkers",
+  );
+  countsGauge("nahida_subagent_tasks", "Sub-agent tasks queued (waiting for a slot) and running, read at scrape time", ["status"], "tasks");
   // Both lane gauges come from one query; the registry collects them concurrently, so the
   // second to ask shares the first's read.
   let openRead: Promise<{ count: number; oldestCreatedAt: Date | null } | undefined> | undefined;
