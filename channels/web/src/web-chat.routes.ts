@@ -4,9 +4,8 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChannelRouteDeps } from "@nahida/channels";
 import type { Clock } from "@nahida/contracts";
-import { browserBundle, cookieValue, reachedOverHttps, registerPageSecurity } from "@nahida/http";
+import { browserBundle, browserPageHtml, cookieValue, originIsOwnHost, reachedOverHttps, registerPageSecurity, serveBrowserApp, serveScript } from "@nahida/http";
 import { WebChatHub } from "./web-chat.bus";
-import { chatPageHtml } from "./web-chat.page";
 import { serveWebChatSocket } from "./web-chat.socket";
 import type { WebEnv } from "./web.env";
 import { newAnonymousVisitor, visitorFromCookie, visitorKey } from "./web-visitor";
@@ -67,17 +66,13 @@ export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
       for (const socket of sockets) socket.close(1001, "the gateway is stopping");
     });
 
-    // The host alone: behind a proxy that ends TLS the gateway sees http, the browser https.
-    // A proxy that rewrites the host needs the public origin in ORIGINS.
+    // Scripts send no Origin; browsers do. A proxy that rewrites the host needs
+    // GATEWAY_TRUST_PROXY, or the public origin in ORIGINS.
     const allowedOrigin = (request: FastifyRequest) => {
       const origin = request.headers.origin;
-      if (origin === undefined || config.ORIGINS.includes(origin)) return true;
-      try {
-        return new URL(origin).host === request.host;
-      } catch {
-        return false;
-      }
+      return origin === undefined || config.ORIGINS.includes(origin) || originIsOwnHost(request);
     };
+    const page = browserPageHtml({ title: config.TITLE, assetsPath: path, bundle: chatJs, data: { socket: `${path}/ws`, title: config.TITLE }, noscript: "This chat needs JavaScript." });
 
     await registerPageSecurity(app, { frameAncestors: config.ORIGINS, crossOriginResources: true });
     app.get(path, { schema: { hide: true } }, async (request, reply) => {
@@ -85,15 +80,11 @@ export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
         const { cookie } = newAnonymousVisitor(config.SECRET);
         reply.header("set-cookie", `${cookieName}=${cookie}; Path=${path}; Max-Age=${VISITOR_COOKIE_SECONDS}; HttpOnly; ${visitorCookieAttributes(reachedOverHttps(request), config.ORIGINS.length > 0)}`);
       }
-      return reply.type("text/html; charset=utf-8").header("cache-control", "no-store").send(chatPageHtml({ title: config.TITLE, path, etag: chatJs.etag }));
+      return reply.type("text/html; charset=utf-8").header("cache-control", "no-store").send(page);
     });
-    app.get(`${path}/app.js`, { schema: { hide: true } }, async (_request, reply) =>
-      reply.type("text/javascript; charset=utf-8").header("etag", chatJs.etag).header("cache-control", "public, max-age=3600").send(chatJs.code),
-    );
-    app.get(`${path}/embed.js`, { schema: { hide: true } }, async (_request, reply) =>
-      reply.type("text/javascript; charset=utf-8").header("etag", embedJs.etag).header("cache-control", "public, max-age=300").send(embedJs.code),
-    );
-    app.get(`${path}/app.css`, { schema: { hide: true } }, async (_request, reply) => reply.type("text/css; charset=utf-8").header("cache-control", "public, max-age=3600").send(CHAT_CSS));
+    serveBrowserApp(app, path, { bundle: chatJs, css: CHAT_CSS });
+    // Its URL stays the same on the operators' sites: a short cache, so a new version arrives soon.
+    serveScript(app, `${path}/embed.js`, embedJs, 300);
     app.get(`${path}/ws`, {
       websocket: true,
       schema: { hide: true },

@@ -6,3 +6,4 @@ export * from "./server-options";
 export * from "./cookies";
 export * from "./browser-bundle";
 export * from "./page-security";
+export * from "./browser-page";

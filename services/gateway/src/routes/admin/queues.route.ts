@@ -4,6 +4,7 @@ import { FastifyAdapter } from "@bull-board/fastify";
 import type { Queue } from "bullmq";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { NahidaError, httpStatusFor } from "@nahida/contracts";
+import { originIsOwnHost } from "@nahida/http";
 import { authenticate } from "../../plugins/auth";
 import type { TokenCache } from "../../plugins/token-cache";
 import { CONSOLE_PATH } from "../console/console.route";
@@ -28,13 +29,7 @@ function refuse(reply: FastifyReply, error: NahidaError) {
  */
 function sameOriginChange(request: FastifyRequest): void {
   if (request.method === "GET" || request.method === "HEAD") return;
-  let host: string | undefined;
-  try {
-    host = request.headers.origin ? new URL(request.headers.origin).host : undefined;
-  } catch {
-    host = undefined;
-  }
-  if (host !== request.host) throw new NahidaError("forbidden", "a change from a signed-in browser must come from the dashboard's own page");
+  if (!originIsOwnHost(request)) throw new NahidaError("forbidden", "a change from a signed-in browser must come from the dashboard's own page");
 }
 
 /**
