@@ -1,5 +1,6 @@
 import type { ChatItem, ClientFrame, ServerFrame } from "../web-chat.protocol";
 import { CLOSE_UNAUTHORIZED } from "../web-chat.protocol";
+import { el } from "./dom";
 import { renderMarkdown } from "./markdown-dom";
 
 /**
@@ -35,13 +36,6 @@ const storage: Pick<Storage, "getItem" | "setItem" | "removeItem"> = (() => {
 const body = document.body;
 const socketPath = body.dataset.socket ?? "/chat/ws";
 const storageKey = (what: string) => `nahida-chat:${socketPath}:${what}`;
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, children: (Node | string)[] = []): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
-  element.append(...children);
-  return element;
-}
 
 // A token from the site that opened the page travels in the fragment (never sent to a
 // server, never logged). Any fragment replaces what this tab kept: `#anonymous` (the embed

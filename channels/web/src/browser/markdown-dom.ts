@@ -1,4 +1,5 @@
 import { parseMarkdown, type MarkdownBlock, type MarkdownInline } from "@nahida/text";
+import { el } from "./dom";
 
 /**
  * Markdown → DOM nodes, for the bot's messages. Inert by construction: every piece of text
@@ -15,31 +16,25 @@ export function renderMarkdown(markdown: string): DocumentFragment {
   return fragment;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, children: (Node | string)[] = []): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  element.append(...children);
-  return element;
-}
-
 function renderBlock(block: MarkdownBlock): Node | null {
   switch (block.kind) {
     case "paragraph":
-      return el("p", renderInline(block.children));
+      return el("p", {}, renderInline(block.children));
     case "heading":
-      return el(`h${Math.min(block.level + 2, 6)}` as "h3", renderInline(block.children));
+      return el(`h${Math.min(block.level + 2, 6)}` as "h3", {}, renderInline(block.children));
     case "codeBlock": {
-      const code = el("code", [block.code]);
+      const code = el("code", {}, [block.code]);
       if (block.language) code.dataset.language = block.language;
-      return el("pre", [code]);
+      return el("pre", {}, [code]);
     }
     case "quote":
-      return el("blockquote", block.children.map(renderBlock).filter((n): n is Node => n !== null));
+      return el("blockquote", {}, block.children.map(renderBlock).filter((n): n is Node => n !== null));
     case "list": {
       const list = el(block.ordered ? "ol" : "ul");
       const first = block.items[0]?.marker;
       if (first?.kind === "ordered") list.setAttribute("start", String(Number.parseInt(first.number, 10) || 1));
       for (const item of block.items) {
-        const li = el("li", renderInline(item.children));
+        const li = el("li", {}, renderInline(item.children));
         if (item.checked !== undefined) li.prepend(item.checked ? "☑ " : "☐ ");
         if (item.indent.length >= 2) li.classList.add("nested");
         list.append(li);
@@ -58,7 +53,7 @@ function renderBlock(block: MarkdownBlock): Node | null {
 }
 
 function link(href: string, children: (Node | string)[]): HTMLAnchorElement {
-  const a = el("a", children.length > 0 ? children : [href]);
+  const a = el("a", {}, children.length > 0 ? children : [href]);
   a.href = href;
   a.target = "_blank";
   a.rel = "noopener noreferrer nofollow";
@@ -73,13 +68,13 @@ function renderInline(nodes: MarkdownInline[]): (Node | string)[] {
       case "url":
         return link(node.url, []);
       case "code":
-        return el("code", [node.code]);
+        return el("code", {}, [node.code]);
       case "bold":
-        return el("strong", renderInline(node.children));
+        return el("strong", {}, renderInline(node.children));
       case "italic":
-        return el("em", renderInline(node.children));
+        return el("em", {}, renderInline(node.children));
       case "strike":
-        return el("s", renderInline(node.children));
+        return el("s", {}, renderInline(node.children));
       case "link":
         return link(node.href, renderInline(node.children));
       case "image":
