@@ -63,20 +63,7 @@ export class InboundMessageRepository {
    * that long) counts as the same event, so a redelivery across the upgrade is not answered
    * twice. The lookup uses the unique index. Shim: removed in 0.2.0.
    */
-  async store(
-    input: {
-      dedupeKey: string;
-      legacyDedupeKey?: string;
-      message: InboundMessageContract;
-      context: MessageContext;
-      raw: unknown;
-      /** A row with the same key older than this is not this event. Default 24 hours. */
-      dedupeWindowMs?: number;
-    },
-    /** `traceparent`: the intake's span, stored with the lane item for the run to continue. */
-    lane: { key: string; append: LaneAppend; traceparent?: string | null },
-    tx?: Tx,
-  ): Promise<StoredInbound> {
+  async store(input: StoreInput, lane: StoreLane, tx?: Tx): Promise<StoredInbound> {
     // On its own (the ingress's hot path) through pg directly; inside a caller's transaction through it.
     const run = (statement: Prisma.Sql) => (tx ? tx.$queryRaw<StoreRow[]>(statement) : poolRows<StoreRow>(this.pool, statement));
     const row = (await run(this.storeStatement(input, lane)))[0];
@@ -91,10 +78,11 @@ export class InboundMessageRepository {
     return { id: row.id, created: row.created, queued, lane: queued ? { seq: BigInt(row.lane_seq!), mode: row.lane_mode ?? "collect" } : null };
   }
 
-  private storeStatement(input: Parameters<InboundMessageRepository["store"]>[0], lane: Parameters<InboundMessageRepository["store"]>[1]): Prisma.Sql {
+  private storeStatement(input: StoreInput, lane: StoreLane): Prisma.Sql {
     const { message } = input;
+    const windowMs = input.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS;
     // Infinity (the retry after retiring a key) never calls a row stale.
-    const windowSeconds = Number.isFinite(input.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS) ? (input.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS) / 1000 : null;
+    const windowSeconds = Number.isFinite(windowMs) ? windowMs / 1000 : null;
     // Shim, removed in 0.2.0: `extra.command` is written too, for agent workers before 0.1.0.
     const body = { message, context: input.context, ...(message.command ? { extra: { command: message.command } } : {}) };
     const statement = Prisma.sql`
@@ -177,6 +165,24 @@ export function inboundRecordOf(row: { id: string; channel: string; chatAddress:
 }
 
 /** What the store statement returns (`lane_seq` is a bigint: a string from pg, a BigInt from Prisma). */
+/** A normalized platform message to store (`InboundMessageRepository.store`). */
+export interface StoreInput {
+  dedupeKey: string;
+  legacyDedupeKey?: string;
+  message: InboundMessageContract;
+  context: MessageContext;
+  raw: unknown;
+  /** A row with the same key older than this, holding another message, is not this event. Default 24 hours. */
+  dedupeWindowMs?: number;
+}
+
+/** Where a stored message goes: its lane, whether it goes in, and the intake's span (`traceparent`) for the run to continue. */
+export interface StoreLane {
+  key: string;
+  append: LaneAppend;
+  traceparent?: string | null;
+}
+
 interface StoreRow {
   id: string;
   created: boolean;
