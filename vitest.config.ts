@@ -31,7 +31,7 @@ export default defineConfig({
       {
         extends: true,
         // Whole pipelines, several processes, SIGKILLs and outages.
-        test: { name: "e2e", include: ["test/{e2e,faults,cli,lanes,fuzz}/**/*.test.ts"] },
+        test: { name: "e2e", include: ["test/{e2e,faults,cli,lanes,fuzz,deploy}/**/*.test.ts"] },
       },
     ],
   },

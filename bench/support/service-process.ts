@@ -15,7 +15,8 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `node --import tsx <script>` from the repository root and resolves once its output
+ * Starts `node --import tsx <script>` (or `node <script>` for built JavaScript, a `.js`
+ * script) from the repository root and resolves once its output
  * contains `readyText`. Unlike test/support/processes.ts it keeps only the tail of the
  * output and stops looking for `readyText` once seen: a bench's services log a line or two
  * per request at `info`, and rescanning everything on each chunk would cost the bench more
@@ -29,7 +30,8 @@ export async function startServiceProcess(
   // BENCH_NODE_ARGS (say "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the services; Node
   // refuses --cpu-prof in NODE_OPTIONS.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script], {
+  const loader = script.endsWith(".ts") ? ["--import", "tsx"] : ["--enable-source-maps"];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, script], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

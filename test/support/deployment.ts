@@ -5,11 +5,18 @@ import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "./infra";
 import { TEST_BOT_TOKEN } from "./nahida-harness";
-import { spawnTsProcess, type SpawnedProcess } from "./processes";
+import { spawnNodeProcess, type SpawnedProcess } from "./processes";
 
 const MAIN = "services/launcher/src/main.ts";
+/** `npm run build`'s launcher: what the image runs. */
+const BUILT_MAIN = "dist/nahida.js";
 
-export type Role = "ingress-telegram" | "ingress-milky" | "agent-worker" | "delivery" | "scheduler";
+export type Role = "gateway" | "ingress-telegram" | "ingress-milky" | "agent-worker" | "delivery" | "scheduler";
+
+export interface DeploymentOptions {
+  /** Run the built JavaScript (`node dist/nahida.js`, built beforehand) instead of the sources through tsx. */
+  built?: boolean;
+}
 
 export interface Replica {
   role: Role;
@@ -43,11 +50,11 @@ export interface Deployment {
 }
 
 /**
- * Nahida as separate processes (`npm start`'s entry point, one service each), on a fresh
+ * Nahida as separate processes (the launcher, from its sources or built; one service each), on a fresh
  * database and queue prefix, polling a fake Telegram and asking a fake LLM, reached only
  * through configuration.
  */
-export async function startDeployment(label: string, roles: Role[], env: Record<string, string> = {}): Promise<Deployment> {
+export async function startDeployment(label: string, roles: Role[], env: Record<string, string> = {}, options: DeploymentOptions = {}): Promise<Deployment> {
   const t = await createTestDatabase(label);
   const telegram = await startFakeTelegram({ botUsername: "nahida_test_bot", botId: 7000000001 });
   const openai = await startFakeOpenAI();
@@ -77,7 +84,8 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
   };
 
   async function start(role: Role, extra: Record<string, string> = {}): Promise<Replica> {
-    const proc = await spawnTsProcess(MAIN, { ...baseEnv, ...extra, NAHIDA_SERVICES: role }, { readyText: "nahida started", timeoutMs: 60_000 });
+    const args = options.built ? ["--enable-source-maps", BUILT_MAIN] : ["--import", "tsx", MAIN];
+    const proc = await spawnNodeProcess(args, { ...baseEnv, ...extra, NAHIDA_SERVICES: role }, { readyText: "nahida started", timeoutMs: 60_000 });
     const replica: Replica = { role, proc, killed: false };
     void proc.exited.then((code) => {
       if (!replica.killed) crashes.push(`${role} pid ${proc.pid} exited (${code}):\n${proc.output().slice(-3_000)}`);

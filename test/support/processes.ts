@@ -12,17 +12,24 @@ export interface SpawnedProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
+export interface SpawnOptions {
+  readyText?: string;
+  timeoutMs?: number;
+}
+
 /**
  * Starts `node --import tsx <script>` from the repository root and resolves once its
  * stdout contains `readyText`.
  */
-export async function spawnTsProcess(
-  script: string,
-  env: Record<string, string>,
-  options: { readyText?: string; timeoutMs?: number } = {},
-): Promise<SpawnedProcess> {
+export function spawnTsProcess(script: string, env: Record<string, string>, options: SpawnOptions = {}): Promise<SpawnedProcess> {
+  return spawnNodeProcess(["--import", "tsx", script], env, options);
+}
+
+/** Starts `node <args>` (a built script: `dist/nahida.js`) from the repository root, like {@link spawnTsProcess}. */
+export async function spawnNodeProcess(args: string[], env: Record<string, string>, options: SpawnOptions = {}): Promise<SpawnedProcess> {
+  const script = args.at(-1)!;
   const readyText = options.readyText ?? "ready";
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

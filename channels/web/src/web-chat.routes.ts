@@ -46,7 +46,7 @@ export function webChatRoutes(o: WebChatRoutesOptions): FastifyPluginAsync {
   const path = config.PATH;
   const cookieName = `nahida_visitor_${o.channel}`;
   return async (app) => {
-    const [chatJs, embedJs] = await Promise.all([browserBundle(asset("chat.app.ts")), browserBundle(asset("embed.ts"))]);
+    const [chatJs, embedJs] = await Promise.all([browserBundle(asset("chat.app.ts")), browserBundle(asset("embed.app.ts"))]);
     const sockets = new Set<WebSocket>();
     const hub = new WebChatHub(deps.createSubscriber(`webchat-${o.channel}`), deps.prefix, () => {
       for (const socket of sockets) socket.close(1012, "reconnect for what was missed");

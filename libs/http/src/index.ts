@@ -4,6 +4,7 @@ export * from "./metrics.route";
 export * from "./json-body.plugin";
 export * from "./server-options";
 export * from "./cookies";
+export * from "./browser-assets";
 export * from "./browser-bundle";
 export * from "./page-security";
 export * from "./browser-page";

@@ -8,6 +8,8 @@ export interface LoadedPlugin {
   manifest: PluginManifest;
   dir: string;
   bundled: boolean;
+  /** Its config variables, one per key of its config schema (`AGENT_MAX_ITERATIONS`, `PLUGIN_WEATHER_DEFAULT_CITY`). */
+  configVariables: string[];
   tools: ToolDefinition[];
   commands: CommandDefinition<CommandContext>[];
   channels: ChannelModule[];

@@ -34,6 +34,12 @@ export interface PluginEntry {
   envPrefix?: string;
   /** Resolve `spec` from here instead of the options' `baseDir` (a bundled plugin, from the host's own package). */
   from?: string;
+  /**
+   * The entry module, when the host imports it itself instead of by the manifest's `entry`
+   * path: a bundled plugin's code is part of the host's build, where no TypeScript file is
+   * left to import.
+   */
+  load?: () => Promise<unknown>;
 }
 
 /** A plugin refused at start, or a config variable of one; one line each. */
@@ -118,6 +124,9 @@ async function checkManifests(o: LoadPluginsOptions): Promise<Result<Found[], Pl
 }
 
 /** The plugin's config from its variables, parsed by its schema; each bad variable is an issue. */
+/** A plugin's config variable for one key of its config schema. */
+const configVariable = (found: Found, key: string) => (found.entry.envPrefix ?? pluginEnvPrefix(found.manifest.id)) + key.toUpperCase();
+
 function readConfig(found: Found, plugin: NahidaPlugin, env: LoadPluginsOptions["env"]): Result<unknown, PluginIssue[]> {
   const { manifest } = found;
   const schema = plugin.config;
@@ -131,8 +140,7 @@ function readConfig(found: Found, plugin: NahidaPlugin, env: LoadPluginsOptions[
   if (!isDeepStrictEqual(declared, configJsonSchema(schema))) {
     return err([{ plugin: manifest.id, message: "plugin.yaml's config is not the JSON Schema of the code's config schema; print the right one with: nahida plugins schema <dir>" }]);
   }
-  const prefix = found.entry.envPrefix ?? pluginEnvPrefix(manifest.id);
-  const variable = (key: string) => prefix + key.toUpperCase();
+  const variable = (key: string) => configVariable(found, key);
   const values = Object.fromEntries(Object.keys(shape).flatMap((key) => (env[variable(key)] !== undefined ? [[key, env[variable(key)]]] : [])));
   const parsed = schema.safeParse(values);
   if (parsed.success) return ok(parsed.data);
@@ -166,7 +174,8 @@ async function registerPlugin(found: Found, o: LoadPluginsOptions, bindings: Plu
   const refuse = (message: string) => err([{ plugin: id, message }]);
   let module: unknown;
   try {
-    module = await (o.importModule ?? ((url) => import(url)))(pathToFileURL(join(dir, manifest.entry)).href);
+    const url = pathToFileURL(join(dir, manifest.entry)).href;
+    module = await (found.entry.load ?? (() => (o.importModule ?? ((u) => import(u)))(url)))();
   } catch (error) {
     return refuse(`its entry ${manifest.entry} failed to load: ${(error as Error).message.split("\n")[0]}`);
   }
@@ -178,7 +187,8 @@ async function registerPlugin(found: Found, o: LoadPluginsOptions, bindings: Plu
   const hosts = networkHosts(manifest, config.value);
   if (!hosts.ok) return refuse(hosts.error);
 
-  const loaded: LoadedPlugin = { manifest, dir, bundled: found.entry.bundled, tools: [], commands: [], channels: [] };
+  const configVariables = Object.keys((plugin.config as { shape?: object } | undefined)?.shape ?? {}).map((key) => configVariable(found, key));
+  const loaded: LoadedPlugin = { manifest, dir, bundled: found.entry.bundled, configVariables, tools: [], commands: [], channels: [] };
   const problems: string[] = [];
   const permission = (name: string, granted: boolean, what: string) => {
     if (!granted) throw new PluginPermissionError(id, name, `plugin ${id} uses ${what} without permissions.${name} in its plugin.yaml`);

@@ -1,7 +1,9 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { formatEnvIssues, parseEnv } from "@nahida/config";
 import { instanceEnvPrefix } from "./channel-instances.env";
-import { launcherEnvSchema, readLauncherEnv } from "./launcher.env";
+import { BUNDLED_PLUGINS, launcherEnvSchema, readLauncherEnv } from "./launcher.env";
 
 // The channel kinds come from the bundled plugins, loaded once.
 let launcherSchema: ReturnType<typeof launcherEnvSchema>;
@@ -208,5 +210,19 @@ describe("launcher environment: the gateway behind a proxy", () => {
     expect(parsed({ GATEWAY_TRUST_PROXY: "true" }).GATEWAY_TRUST_PROXY).toBe(true);
     expect(parsed({ GATEWAY_TRUST_PROXY: "10.0.0.0/8, 127.0.0.1" }).GATEWAY_TRUST_PROXY).toBe("10.0.0.0/8, 127.0.0.1");
     expect(issues({ GATEWAY_TRUST_PROXY: "yes please" })).toEqual(["  GATEWAY_TRUST_PROXY: must be true, or proxy addresses/CIDRs, comma-separated"]);
+  });
+});
+
+describe("the bundled plugins", () => {
+  it("import, each, the module its plugin.yaml names as its entry", async () => {
+    const loaded = await readLauncherEnv({});
+    if (!loaded.ok) throw new Error(formatEnvIssues(loaded.error));
+    const { plugins } = loaded.value.plugins;
+    expect(plugins.filter((p) => p.bundled)).toHaveLength(BUNDLED_PLUGINS.length);
+    for (const [i, entry] of BUNDLED_PLUGINS.entries()) {
+      const plugin = plugins[i]!;
+      const byPath = (await import(pathToFileURL(join(plugin.dir, plugin.manifest.entry)).href)) as { default: unknown };
+      expect(((await entry.load!()) as { default: unknown }).default, entry.spec).toBe(byPath.default);
+    }
   });
 });

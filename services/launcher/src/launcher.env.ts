@@ -11,6 +11,7 @@ import { loadPlugins, type LoadedPlugins, type PluginEntry } from "@nahida/plugi
 import { schedulerEnvSchema } from "@nahida/scheduler";
 import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 import { tracingEnvSchema, tracingOn } from "./tracing.env";
+import { BUILT } from "./build-info";
 
 export type ServiceName = "gateway" | "agent-worker" | "delivery" | "scheduler" | IngressServiceName;
 
@@ -91,26 +92,55 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
   });
 }
 
+/**
+ * Every variable the launcher reads, by name, with these plugins: the fixed ones, those of
+ * each channel kind's default instance (another instance's are `<INSTANCE>_*`), and each
+ * plugin's config. Deployment files are checked against it (test/deploy).
+ */
+export function launcherVariables(plugins: LoadedPlugins): Set<string> {
+  const names = new Set(Object.keys(fixedEnvSchema.shape));
+  names.add("NAHIDA_CHANNELS");
+  for (const module of plugins.channels()) {
+    const prefix = `${module.defaultInstance.toUpperCase().replaceAll("-", "_")}_`;
+    for (const key of Object.keys((module.envSchema as unknown as { shape?: object }).shape ?? {})) names.add(prefix + key);
+  }
+  for (const plugin of plugins.plugins) for (const name of plugin.configVariables) names.add(name);
+  return names;
+}
+
 export type LauncherEnv = z.infer<ReturnType<typeof launcherEnvSchema>> & {
   /** The loaded plugins: every tool, command and channel kind of this deployment. */
   plugins: LoadedPlugins;
 };
 
-const launcherPackage = createRequire(import.meta.url)("../package.json") as {
-  version: string;
-  nahida: { bundledPlugins: { package: string; envPrefix?: string }[] };
-};
+const launcherPackage = createRequire(import.meta.url)("../package.json") as { version: string };
 
 /** The host version plugins' `nahida` ranges are checked against. */
 export const HOST_VERSION = launcherPackage.version;
 
-/** The plugins shipped with the host (this package's `nahida.bundledPlugins`), resolved from this package. */
-const BUNDLED_PLUGINS: PluginEntry[] = launcherPackage.nahida.bundledPlugins.map((p) => ({
-  spec: p.package,
-  bundled: true,
-  from: dirname(fileURLToPath(import.meta.url)),
-  ...(p.envPrefix ? { envPrefix: p.envPrefix } : {}),
-}));
+/**
+ * The plugins shipped with the host, resolved from this package. Their code is imported here
+ * by name (each one's plugin.yaml `entry`), so the build takes it into the host's JavaScript;
+ * their manifests are still read and checked like any plugin's.
+ */
+export const BUNDLED_PLUGINS: PluginEntry[] = [
+  { spec: "@nahida/plugin-core", envPrefix: "AGENT_", load: () => import("@nahida/plugin-core/src/index") },
+  { spec: "@nahida/channel-telegram", load: () => import("@nahida/channel-telegram/src/telegram.plugin") },
+  { spec: "@nahida/channel-milky", load: () => import("@nahida/channel-milky/src/milky.plugin") },
+  { spec: "@nahida/channel-web", load: () => import("@nahida/channel-web/src/web.plugin") },
+].map((p) => ({ ...p, bundled: true, from: dirname(fileURLToPath(import.meta.url)) }));
+
+let typeScriptLoader: Promise<void> | undefined;
+
+/**
+ * Imports a plugin's entry. The built host has no TypeScript loader, so a plugin written in
+ * TypeScript (an entry ending in .ts, like examples/plugins/weather) registers tsx first;
+ * running from the sources, tsx or vitest already loads TypeScript.
+ */
+async function importPluginEntry(url: string): Promise<unknown> {
+  if (BUILT && /\.[cm]?ts$/.test(url)) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => void register()));
+  return import(url);
+}
 
 export interface ReadLauncherEnvOptions {
   /** Where NAHIDA_PLUGINS paths and package names are resolved from (default: the working directory). */
@@ -132,6 +162,7 @@ export async function readLauncherEnv(env: Record<string, string | undefined>, o
     baseDir: options.baseDir ?? process.cwd(),
     env: cleaned,
     hostVersion: HOST_VERSION,
+    importModule: importPluginEntry,
     timeZone: cleaned.NAHIDA_TIMEZONE ?? "UTC",
     ...(cleaned.NAHIDA_WORKSPACE_DIR ? { workspaceDir: cleaned.NAHIDA_WORKSPACE_DIR } : {}),
   });

@@ -1,0 +1,27 @@
+import { join, relative } from "node:path";
+import type { BuildOptions } from "esbuild";
+
+/** A script for browsers: built once, served as it is. */
+export interface BrowserBundle {
+  /** ES module source, minified. */
+  code: string;
+  /** For `ETag`: changes whenever the code does. */
+  etag: string;
+}
+
+/** How a browser entry is bundled: here on first use, and by `npm run build` ahead of time. */
+export const BROWSER_BUILD_OPTIONS = {
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  minify: true,
+  legalComments: "none",
+  logLevel: "silent",
+} satisfies BuildOptions;
+
+/**
+ * Where `npm run build` puts an entry's bundle: `dist/browser/` plus the entry's path from
+ * the repository root, `.js` for `.ts`. Entries are the `*.app.ts` files of `browser/` folders.
+ */
+export const builtBrowserScript = (root: string, entry: string) => join(root, "dist", "browser", relative(root, entry).replace(/\.ts$/, ".js"));
