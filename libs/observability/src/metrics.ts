@@ -49,6 +49,15 @@ export interface CronMetrics {
   fireLagSeconds: Histogram<"kind">;
 }
 
+export interface JanitorMetrics {
+  /** Rows deleted (or, for raw_events, emptied) by retention target. */
+  pruned: Counter<"target">;
+  /** How long one pass over every target took. */
+  passSeconds: Histogram;
+  /** When the last pass finished (Unix seconds); stands still when no replica leads it. */
+  lastPass: Gauge;
+}
+
 export interface SubagentMetrics {
   /** Spawns refused, by reason (children_cap, run_lost, parent_gone). */
   spawnRefusals: Counter<"reason">;
@@ -93,6 +102,7 @@ export interface NahidaMetrics {
   delivery: DeliveryMetrics;
   inbound: InboundMetrics;
   cron: CronMetrics;
+  janitor: JanitorMetrics;
   subagents: SubagentMetrics;
   compaction: CompactionMetrics;
   /** Sets what the scrape-time gauges read (the process's queues and database, once built). */
@@ -201,6 +211,11 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
     cron: {
       fires: new Counter({ name: "nahida_cron_fires_total", help: "Cron slots by job kind and outcome (fired, failed, passed)", labelNames: ["kind", "outcome"], registers }),
       fireLagSeconds: new Histogram({ name: "nahida_cron_fire_lag_seconds", help: "Time from a cron slot to the commit that wrote its effect", labelNames: ["kind"], buckets: SHORT_BUCKETS, registers }),
+    },
+    janitor: {
+      pruned: new Counter({ name: "nahida_janitor_pruned_rows_total", help: "Rows the retention janitor deleted (raw_events: emptied), by target", labelNames: ["target"], registers }),
+      passSeconds: new Histogram({ name: "nahida_janitor_pass_seconds", help: "Time one janitor pass over every retention target took", buckets: LONG_BUCKETS, registers }),
+      lastPass: new Gauge({ name: "nahida_janitor_last_pass_timestamp_seconds", help: "When the last janitor pass finished (Unix seconds)", registers }),
     },
     subagents: {
       spawnRefusals: new Counter({ name: "nahida_subagent_spawn_refusals_total", help: "Sub-agent spawns refused, by reason (children_cap, run_lost, parent_gone)", labelNames: ["reason"], registers }),

@@ -226,3 +226,12 @@ describe("the bundled plugins", () => {
     }
   });
 });
+
+describe("launcher environment: retention", () => {
+  it("refuses to delete inbound messages sooner than the dedupe window ends", () => {
+    expect(issues({ NAHIDA_RETENTION_INBOUND_DAYS: "2", NAHIDA_DEDUPE_WINDOW_MS: String(3 * 86_400_000) })).toEqual([
+      `  NAHIDA_RETENTION_INBOUND_DAYS: must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${3 * 86_400_000} ms), or 0`,
+    ]);
+    for (const days of ["3", "0"]) expect(parseEnv(launcherSchema, { NAHIDA_RETENTION_INBOUND_DAYS: days, NAHIDA_DEDUPE_WINDOW_MS: String(3 * 86_400_000) }).ok, days).toBe(true);
+  });
+});

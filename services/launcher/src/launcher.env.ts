@@ -79,6 +79,13 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
     const services = listed?.data;
     const { channels, issues } = resolveChannelInstances({ modules, env: raw, ...(services ? { services } : {}) });
     for (const issue of issues) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
+    // Deleting an inbound message forgets its platform identity: a redelivery of it within
+    // the dedupe window would then be taken for a new message.
+    const inboundDays = fixed.data?.NAHIDA_RETENTION_INBOUND_DAYS;
+    if (fixed.data && inboundDays !== 0 && inboundDays! * 86_400_000 < fixed.data.NAHIDA_DEDUPE_WINDOW_MS) {
+      ctx.addIssue({ code: "custom", path: ["NAHIDA_RETENTION_INBOUND_DAYS"], message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${fixed.data.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
+      return z.NEVER;
+    }
     if (!fixed.success || listed?.success === false || issues.length > 0) return z.NEVER;
     const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
     return {

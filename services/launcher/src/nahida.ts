@@ -12,9 +12,9 @@ import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
-import { createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts, queueWorkerCounts } from "@nahida/queue";
+import { RedisLeadership, createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts, queueWorkerCounts } from "@nahida/queue";
 import type { ToolDefinition } from "@nahida/plugin-sdk";
-import { startScheduler } from "@nahida/scheduler";
+import { startJanitor, startScheduler } from "@nahida/scheduler";
 import { TaskLedger, localExecutor } from "@nahida/tasks";
 import { startChannelIngress } from "./channel-ingress";
 import { ingressKind, type IngressServiceName } from "./channel-instances.env";
@@ -276,8 +276,33 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         maxFailures: env.SCHEDULER_MAX_FAILURES,
         metrics: metrics.cron,
       });
+      const janitor = startJanitor({
+        retention: repositories.retention,
+        keepDays: {
+          raw_events: env.NAHIDA_RETENTION_RAW_EVENTS_DAYS,
+          inbound_messages: env.NAHIDA_RETENTION_INBOUND_DAYS,
+          inbound_quarantine: env.NAHIDA_RETENTION_INBOUND_DAYS,
+          lane_items: env.NAHIDA_RETENTION_LANES_DAYS,
+          lane_runs: env.NAHIDA_RETENTION_LANES_DAYS,
+          deliveries: env.NAHIDA_RETENTION_DELIVERIES_DAYS,
+          session_events: env.NAHIDA_RETENTION_SESSION_EVENTS_DAYS,
+          cron_runs: env.NAHIDA_RETENTION_CRON_RUNS_DAYS,
+        },
+        leadership: new RedisLeadership(redis, `${prefix}:janitor`, instance, timings.leadershipTtlMs),
+        clock,
+        logger: logger.child({ component: "janitor" }),
+        metrics: metrics.janitor,
+        batchSize: env.NAHIDA_JANITOR_BATCH,
+        intervalMs: env.NAHIDA_JANITOR_INTERVAL_MS,
+      });
       logger.info(`scheduler: polling every ${env.SCHEDULER_POLL_MS} ms at most, time zone ${env.NAHIDA_TIMEZONE}`);
-      return { name: "scheduler", stop: scheduler.stop, readiness: scheduler.readiness };
+      return {
+        name: "scheduler",
+        stop: async () => {
+          await Promise.all([scheduler.stop(), janitor.stop()]);
+        },
+        readiness: scheduler.readiness,
+      };
     },
     delivery: async () => {
       const delivery = await startDelivery({

@@ -27,8 +27,6 @@ export interface SchedulerOptions extends CronEffectsOptions {
   /** How often runs waiting for an outcome are checked. Default 1 s. */
   finishEveryMs?: number;
   retryBackoffMs?: readonly number[];
-  /** Finished runs older than this are deleted (each job's latest is kept). Default 30 days. */
-  runRetentionMs?: number;
   /**
    * The heartbeat standing still this long means no scheduler ran: the slots due meanwhile
    * were missed (and follow their jobs' policy) rather than late. Default 15 s, or ten
@@ -73,7 +71,6 @@ interface AfterCommit {
  */
 const expiryOf = (job: CronJob, slot: Date, now: Date) =>
   new Date(Math.max(slot.getTime() + jitterFor(job.id, job.jitterMs)(slot) + job.catchupWindowMs, now.getTime() + 60_000));
-const PRUNE_EVERY_MS = 60_000;
 const FINISH_BATCH = 500;
 
 /**
@@ -99,9 +96,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   const outageAfterMs = o.outageAfterMs ?? Math.max(DEFAULT_OUTAGE_AFTER_MS, 10 * o.pollMs);
   const coalesceMs = Math.min(o.coalesceMs ?? DEFAULT_COALESCE_MS, o.pollMs);
   const log = o.logger;
-  const runRetentionMs = o.runRetentionMs ?? 30 * 86_400_000;
   let lastFinish = 0;
-  let lastPrune = 0;
   /** The heartbeat, after every committed transaction: a long tick is not taken for an outage. */
   const beat = () => o.cron.beat(o.clock.now());
 
@@ -341,10 +336,6 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       lastFinish = now.getTime();
       // Batch after batch while full, a few at most: a backlog shrinks without holding the tick.
       for (let i = 0; i < 5 && (await finishEffects(now, result)) === FINISH_BATCH; i++);
-    }
-    if (now.getTime() - lastPrune >= PRUNE_EVERY_MS) {
-      lastPrune = now.getTime();
-      await o.cron.pruneRuns(new Date(now.getTime() - runRetentionMs), 1_000);
     }
     await beat();
     return result;

@@ -9,8 +9,12 @@ import { describeDatabaseUrl } from "../database-url";
 /** prisma/migrations at the repository root. */
 export const defaultMigrationsDir = fileURLToPath(new URL("../../../../prisma/migrations", import.meta.url));
 
+const NO_TRANSACTION = "-- nahida: no-transaction";
+
 // Any constant works; it only has to be the same for every process migrating this database.
 const MIGRATION_LOCK_KEY = 7_243_001_115;
+/** How often a process waiting for another's migrations tries the lock again. */
+const LOCK_RETRY_MS = 200;
 
 export interface MigrateOptions {
   databaseUrl: string;
@@ -23,6 +27,12 @@ export interface MigrateOptions {
 export interface MigrationFile {
   name: string;
   sql: string;
+  /**
+   * Its first line is `-- nahida: no-transaction`: its statements run one by one outside a
+   * transaction (CREATE INDEX CONCURRENTLY cannot run in one). Such a migration must be safe
+   * to run again from its start: a failure is not recorded, so the next start retries it.
+   */
+  noTransaction: boolean;
   /** sha256 of the file, as Prisma stores it in `_prisma_migrations.checksum`. */
   checksum: string;
 }
@@ -54,7 +64,7 @@ export async function readMigrations(dir: string = defaultMigrationsDir): Promis
   return Promise.all(
     names.map(async (name) => {
       const sql = await readFile(join(dir, name, "migration.sql"), "utf8");
-      return { name, sql, checksum: createHash("sha256").update(sql).digest("hex") };
+      return { name, sql, noTransaction: sql.startsWith(NO_TRANSACTION), checksum: createHash("sha256").update(sql).digest("hex") };
     }),
   );
 }
@@ -114,7 +124,8 @@ interface AppliedRow {
 /**
  * Applies pending migrations in name order and records them in `_prisma_migrations` the
  * way `prisma migrate deploy` does, so either tool can take over. Idempotent; concurrent
- * callers serialise on an advisory lock. Each migration runs in its own transaction.
+ * callers serialise on an advisory lock. Each migration runs in its own transaction, except
+ * a no-transaction one (see {@link MigrationFile.noTransaction}).
  */
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   const log = options.log ?? (() => undefined);
@@ -124,7 +135,7 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.migrationsDir);
   const client = await connectedClient(options.databaseUrl);
   try {
-    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+    await takeMigrationLock(client);
     await client.query(CREATE_MIGRATIONS_TABLE);
     const rows = (
       await client.query<AppliedRow>(
@@ -160,8 +171,37 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
+/**
+ * Waits for the migration lock by trying it, not by blocking in `pg_advisory_lock`: a
+ * blocked call holds a snapshot for as long as it waits, and CREATE INDEX CONCURRENTLY in
+ * the holder's no-transaction migration waits for every older snapshot to end. Postgres
+ * then breaks the cycle by failing one of the two ("deadlock detected").
+ */
+async function takeMigrationLock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1) AS ok", [MIGRATION_LOCK_KEY]);
+    if (rows[0]?.ok) return;
+    await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+  }
+}
+
 async function applyOne(client: pg.Client, migration: MigrationFile): Promise<void> {
   const id = randomUUID();
+  if (migration.noTransaction) {
+    try {
+      // One statement per query: a multi-statement query string runs as one implicit transaction.
+      for (const statement of splitStatements(migration.sql)) await client.query(statement);
+    } catch (error) {
+      if (isOutage(error)) throw error;
+      throw new MigrationError(`migration ${migration.name} failed (the next start runs it again): ${(error as Error).message}`, migration.name, { cause: error });
+    }
+    await client.query(
+      `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
+       VALUES ($1, $2, now(), $3, now(), 1)`,
+      [id, migration.checksum, migration.name],
+    );
+    return;
+  }
   try {
     await client.query("BEGIN");
     await client.query(migration.sql);
@@ -186,6 +226,17 @@ async function applyOne(client: pg.Client, migration: MigrationFile): Promise<vo
       .catch(() => undefined);
     throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, migration.name, { cause: error });
   }
+}
+
+/**
+ * The statements of a no-transaction migration: split after each `;` that ends a line.
+ * Those migrations are ours and hold plain DDL (no functions or `;` inside strings).
+ */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;[ \t]*(?:--[^\n]*)?\n/)
+    .map((s) => s.replace(/^(\s*--[^\n]*\n)+/g, "").trim())
+    .filter((s) => s.length > 0 && !/^(--[^\n]*\s*)*$/.test(s));
 }
 
 /** Of `expected` (migration names), those the database has not finished applying. */

@@ -406,17 +406,5 @@ export class CronRepository {
     return new Map(runs.map((r) => [r.jobId, r]));
   }
 
-  /**
-   * Deletes finished runs older than `before`, at most `limit` of them, keeping each job's
-   * latest. Returns how many went.
-   */
-  async pruneRuns(before: Date, limit: number): Promise<number> {
-    return this.prisma.$executeRaw`
-      DELETE FROM cron_runs WHERE id IN (
-        SELECT r.id FROM cron_runs r
-         WHERE r.finished_at < ${before} AND r.status IN ('succeeded', 'failed', 'skipped', 'missed')
-           AND r.slot < (SELECT max(slot) FROM cron_runs m WHERE m.job_id = r.job_id)
-         LIMIT ${limit})`;
-  }
 
 }

@@ -12,3 +12,4 @@ export * from "./background-task.repository";
 export * from "./inbound-quarantine.repository";
 export * from "./compaction.repository";
 export * from "./chat-transcript.repository";
+export * from "./retention.repository";

@@ -8,6 +8,7 @@ import { DeliveryRepository } from "./delivery.repository";
 import { InboundMessageRepository } from "./inbound-message.repository";
 import { InboundQuarantineRepository } from "./inbound-quarantine.repository";
 import { PolicyRepository } from "./policy.repository";
+import { RetentionRepository } from "./retention.repository";
 import { RunRepository } from "./run.repository";
 import { SessionEventRepository } from "./session-event.repository";
 import { SessionRepository } from "./session.repository";
@@ -29,6 +30,8 @@ export interface Repositories {
   compactions: CompactionRepository;
   /** A chat's messages in and out, for the web chat's page. */
   transcripts: ChatTranscriptRepository;
+  /** The janitor's pruning. */
+  retention: RetentionRepository;
 }
 
 export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
@@ -47,5 +50,6 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     quarantine: new InboundQuarantineRepository(prisma),
     compactions: new CompactionRepository(prisma),
     transcripts: new ChatTranscriptRepository(prisma),
+    retention: new RetentionRepository(db.pool),
   };
 }
