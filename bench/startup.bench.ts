@@ -42,13 +42,23 @@ async function startOnce(args: string[]): Promise<{ ms: number; rssMiB: number }
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const ms = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`not started within 60 s:\n${output}`));
+    }, 60_000);
     const onData = (d: Buffer) => {
       output += d;
-      if (output.includes("nahida started")) resolve(performance.now() - t0);
+      if (output.includes("nahida started")) {
+        clearTimeout(timer);
+        resolve(performance.now() - t0);
+      }
     };
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`exited ${code} before it started:\n${output}`)));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited ${code} before it started:\n${output}`));
+    });
   });
   await new Promise((r) => setTimeout(r, 1_000));
   const status = await readFile(`/proc/${child.pid}/status`, "utf8");

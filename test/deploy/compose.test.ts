@@ -13,9 +13,9 @@ import { REPO_ROOT } from "../support/processes";
 // docker-compose validates it and prints the file it would run (.ci/run installs it).
 
 const COMPOSE = "/usr/bin/docker-compose";
-const ROLES = { gateway: 1, "ingress-telegram": 1, "agent-worker": 2, delivery: 2, scheduler: 1 };
+const ROLES = { gateway: 1, "ingress-telegram": 1, "ingress-milky": 1, "agent-worker": 2, delivery: 2, scheduler: 1 };
 /** Variables of docker-compose.yml itself, not of Nahida. */
-const COMPOSE_ONLY = new Set(["POSTGRES_PASSWORD"]);
+const COMPOSE_ONLY = new Set(["POSTGRES_PASSWORD", "COMPOSE_PROFILES"]);
 
 interface Service {
   image?: string;
@@ -24,6 +24,9 @@ interface Service {
   restart?: string;
   depends_on?: Record<string, { condition: string }>;
   deploy?: { replicas?: number };
+  profiles?: string[];
+  build?: unknown;
+  pull_policy?: string;
   healthcheck?: { test?: string[] };
 }
 
@@ -52,9 +55,16 @@ describe("docker-compose.yml and .env.example", () => {
       expect(service.deploy?.replicas ?? 1, role).toBe(replicas);
       expect(service.restart, role).toBe("unless-stopped");
       expect(service.image, role).toBe("nahida:latest");
+      expect(service.pull_policy, role).toBe("never");
+      expect(Object.keys(service.environment ?? {}), role).toEqual(expect.arrayContaining(["DATABASE_URL", "REDIS_URL"]));
+      // A channel's ingress runs only with its profile (COMPOSE_PROFILES), so a deployment
+      // without that channel does not restart it forever.
+      expect(service.profiles, role).toEqual(role.startsWith("ingress-") ? [role.slice("ingress-".length)] : undefined);
       expect(service.depends_on, role).toMatchObject({ migrate: { condition: "service_completed_successfully" }, redis: { condition: "service_healthy" } });
     }
     expect(services.migrate).toMatchObject({ command: ["node", "--enable-source-maps", "dist/migrate.js"], restart: "no", depends_on: { postgres: { condition: "service_healthy" } } });
+    // The one image is built once, by the migration every role waits for.
+    expect(Object.entries(services).filter(([, service]) => service.build).map(([name]) => name)).toEqual(["migrate"]);
   });
 
   it("keeps Redis append-only, never evicting, and health-checks both stores", () => {

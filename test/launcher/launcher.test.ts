@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { createServer, type AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, testQueuePrefix, uniqueName, waitFor } from "../support/infra";
@@ -136,6 +137,37 @@ describe("launcher", () => {
       }
     }
   }, 90_000);
+
+  it("exits 0 and leaves no build behind when SIGTERM comes while npm start is still building", async () => {
+    const npm = spawn("npm", ["start"], { cwd: REPO_ROOT, env: { ...process.env, NAHIDA_SERVICES: "gateway", REDIS_URL: TEST_REDIS_URL }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    npm.stdout.on("data", (d) => (output += d));
+    npm.stderr.on("data", (d) => (output += d));
+    const exited = new Promise<number | string>((resolve) => npm.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+    try {
+      await waitFor(async () => output.includes("building dist/") || undefined, 30_000, "npm start to begin building");
+      // npm → the start script (exec'd in its shell's place) → the build.
+      const processes = (await promisify(execFile)("ps", ["-eo", "pid=,ppid=,args="])).stdout.split("\n").map((l) => l.trim().split(/\s+/));
+      const start = processes.find(([, ppid]) => ppid === String(npm.pid))?.[0];
+      const build = await waitFor(async () => {
+        const rows = (await promisify(execFile)("ps", ["-eo", "pid=,ppid=,args="])).stdout.split("\n").map((l) => l.trim().split(/\s+/));
+        return rows.find(([, ppid, ...args]) => ppid === start && args.join(" ").includes("scripts/build.ts"))?.[0];
+      }, 10_000, "the build process");
+      npm.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(output).not.toContain("nahida started");
+      await waitFor(async () => {
+        try {
+          process.kill(Number(build), 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      }, 5_000, "the build to be gone");
+    } finally {
+      npm.kill("SIGKILL");
+    }
+  }, 60_000);
 
   it.each([
     [{ REDIS_URL: "nonsense" }, "REDIS_URL: must be a URL like redis://"],

@@ -107,6 +107,13 @@ export class ChannelStartError extends Error {
 }
 
 /**
+ * Whether `error` is a ChannelStartError, by its shape: a plugin loaded beside the built
+ * host (through tsx) has its own copy of this class, which `instanceof` would not match.
+ */
+export const isChannelStartError = (error: unknown): error is ChannelStartError =>
+  error instanceof Error && error.name === "ChannelStartError" && typeof (error as { variable?: unknown }).variable === "string";
+
+/**
  * A channel kind (port): what the launcher needs to configure, send through and run the
  * ingress of any number of its instances. Adding a channel is one module, registered by a
  * plugin (docs/plugins.md).

@@ -25,3 +25,20 @@ export const BROWSER_BUILD_OPTIONS = {
  * the repository root, `.js` for `.ts`. Entries are the `*.app.ts` files of `browser/` folders.
  */
 export const builtBrowserScript = (root: string, entry: string) => join(root, "dist", "browser", relative(root, entry).replace(/\.ts$/, ".js"));
+
+/**
+ * `make` once per entry: the gateway serves the same bytes for its whole life. A failure is
+ * forgotten, so the next request tries again.
+ */
+export function oncePerEntry(make: (entry: string) => Promise<BrowserBundle>): (entry: string) => Promise<BrowserBundle> {
+  const bundles = new Map<string, Promise<BrowserBundle>>();
+  return (entry) => {
+    let bundle = bundles.get(entry);
+    if (!bundle) {
+      bundle = make(entry);
+      bundles.set(entry, bundle);
+      bundle.catch(() => bundles.delete(entry));
+    }
+    return bundle;
+  };
+}

@@ -123,10 +123,10 @@ async function checkManifests(o: LoadPluginsOptions): Promise<Result<Found[], Pl
   return issues.length > 0 ? err(issues) : ok(found);
 }
 
-/** The plugin's config from its variables, parsed by its schema; each bad variable is an issue. */
 /** A plugin's config variable for one key of its config schema. */
 const configVariable = (found: Found, key: string) => (found.entry.envPrefix ?? pluginEnvPrefix(found.manifest.id)) + key.toUpperCase();
 
+/** The plugin's config from its variables, parsed by its schema; each bad variable is an issue. */
 function readConfig(found: Found, plugin: NahidaPlugin, env: LoadPluginsOptions["env"]): Result<unknown, PluginIssue[]> {
   const { manifest } = found;
   const schema = plugin.config;

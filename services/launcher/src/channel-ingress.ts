@@ -1,4 +1,4 @@
-import { ChannelStartError, type ChannelIngressDeps, type ChannelInstance, type ChannelModule, type RunningChannelIngress } from "@nahida/channels";
+import { isChannelStartError, type ChannelIngressDeps, type ChannelInstance, type ChannelModule, type RunningChannelIngress } from "@nahida/channels";
 import type { Readiness } from "@nahida/contracts";
 import { ingressKind, instanceEnvPrefix, type IngressServiceName } from "./channel-instances.env";
 import { PreflightError } from "./preflight";
@@ -34,7 +34,7 @@ export async function startChannelIngress(
       );
     } catch (error) {
       await stop().catch(() => undefined);
-      if (error instanceof ChannelStartError) throw new PreflightError(instanceEnvPrefix(instance.name) + error.variable, error.message);
+      if (isChannelStartError(error)) throw new PreflightError(instanceEnvPrefix(instance.name) + error.variable, error.message);
       throw error;
     }
   }

@@ -11,7 +11,7 @@ import { loadPlugins, type LoadedPlugins, type PluginEntry } from "@nahida/plugi
 import { schedulerEnvSchema } from "@nahida/scheduler";
 import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 import { tracingEnvSchema, tracingOn } from "./tracing.env";
-import { BUILT } from "./build-info";
+import { importPluginEntry } from "./plugin-import";
 
 export type ServiceName = "gateway" | "agent-worker" | "delivery" | "scheduler" | IngressServiceName;
 
@@ -47,6 +47,8 @@ const fixedEnvSchema = z.object({
   NAHIDA_SERVICES: z.string().optional(),
   /** Plugins beyond the bundled ones: npm package names or directories (`./plugins/weather`), comma-separated. */
   NAHIDA_PLUGINS: z.string().optional(),
+  /** `name[:kind]` channel instances, comma-separated; read (and checked) by resolveChannelInstances. */
+  NAHIDA_CHANNELS: z.string().optional(),
   /** Platform sends running at the same time in one delivery process. */
   DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** How long a delivery waits, from its creation, while its platform refuses every send (a logged-out Milky account) before it fails. Default 1 hour. */
@@ -106,7 +108,6 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
  */
 export function launcherVariables(plugins: LoadedPlugins): Set<string> {
   const names = new Set(Object.keys(fixedEnvSchema.shape));
-  names.add("NAHIDA_CHANNELS");
   for (const module of plugins.channels()) {
     const prefix = `${module.defaultInstance.toUpperCase().replaceAll("-", "_")}_`;
     for (const key of Object.keys((module.envSchema as unknown as { shape?: object }).shape ?? {})) names.add(prefix + key);
@@ -136,18 +137,6 @@ export const BUNDLED_PLUGINS: PluginEntry[] = [
   { spec: "@nahida/channel-milky", load: () => import("@nahida/channel-milky/src/milky.plugin") },
   { spec: "@nahida/channel-web", load: () => import("@nahida/channel-web/src/web.plugin") },
 ].map((p) => ({ ...p, bundled: true, from: dirname(fileURLToPath(import.meta.url)) }));
-
-let typeScriptLoader: Promise<void> | undefined;
-
-/**
- * Imports a plugin's entry. The built host has no TypeScript loader, so a plugin written in
- * TypeScript (an entry ending in .ts, like examples/plugins/weather) registers tsx first;
- * running from the sources, tsx or vitest already loads TypeScript.
- */
-async function importPluginEntry(url: string): Promise<unknown> {
-  if (BUILT && /\.[cm]?ts$/.test(url)) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => void register()));
-  return import(url);
-}
 
 export interface ReadLauncherEnvOptions {
   /** Where NAHIDA_PLUGINS paths and package names are resolved from (default: the working directory). */

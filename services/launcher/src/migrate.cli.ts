@@ -3,6 +3,11 @@ import { z } from "zod";
 import { baseEnvSchema, formatEnvIssues, parseEnv } from "@nahida/config";
 import { PreflightError, preparePostgres } from "./preflight";
 
+// As a container's PID 1 (the compose and Kubernetes migration jobs) Node ignores SIGTERM
+// without a handler. Stopping mid-way is safe: a migration's transaction rolls back, and a
+// no-transaction one runs again whole at the next start.
+for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(1));
+
 const parsed = parseEnv(z.object({ DATABASE_URL: baseEnvSchema.shape.DATABASE_URL }), process.env);
 if (!parsed.ok) {
   process.stderr.write(`${formatEnvIssues(parsed.error)}\n`);
