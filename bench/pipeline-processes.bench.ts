@@ -25,6 +25,7 @@ import { createJsonPoster, runPostLoad, type LoadResult } from "./support/http-l
 import { percentile } from "./support/latency";
 import type { ProxySnapshotMessage } from "./support/pg-counting-proxy.process";
 import { diffCounts, type StatementCounts } from "./support/pg-counting.proxy";
+import { prefillLedger } from "./support/ledger-prefill";
 import { CpuOfProcessSet, machineBusyMs, processCpuMs, processName } from "./support/proc-cpu";
 import { diffQueueCounts, startQueueAddCounter, type QueueAddCounts } from "./support/queue-adds.counter";
 import { startRawTwoHop, type RawBurstResult, type RawPacedResult } from "./support/raw-two-hop";
@@ -46,7 +47,10 @@ const HELP = `npm run bench:processes -- [options]
   --bare-in-bench      run the bare send route in this process instead of its own
   --count-chats N      chats of the statement-counting run (default 200)
   --no-proxy           skip the statement-counting run
-  --top N              statements listed per process class (default 8)`;
+  --top N              statements listed per process class (default 8)
+  --prefill N          then fill the ledger with N rows (generate_series, 40 days old), burst
+                       (first K) and pace (first rate) again on it, and pace once more while a
+                       scheduler's retention janitor prunes them (default 0: no ledger phases)`;
 
 const { values: args } = parseArgs({
   options: {
@@ -65,6 +69,7 @@ const { values: args } = parseArgs({
     "count-chats": { type: "string", default: "200" },
     "no-proxy": { type: "boolean", default: false },
     top: { type: "string", default: "8" },
+    prefill: { type: "string", default: "0" },
     help: { type: "boolean", default: false },
   },
 });
@@ -92,6 +97,9 @@ const RAW_JOBS = Math.max(1, int("raw-jobs"));
 const TOP = int("top");
 const COUNT_STATEMENTS = !args["no-proxy"];
 const COUNT_CHATS = Math.max(1, int("count-chats"));
+const PREFILL = int("prefill");
+/** Older than every default retention, so the janitor may prune all of it but the turns. */
+const PREFILL_AGE_DAYS = 40;
 
 const SERVICE_CLASSES = ["ingress", "agent-worker", "delivery", "gateway"] as const;
 type ServiceClass = (typeof SERVICE_CLASSES)[number];
@@ -469,6 +477,50 @@ async function main(): Promise<void> {
     );
   }
 
+  // ------------------------------------------------------------ the same on a full ledger, and during a prune
+  let ledger: LedgerFigures | undefined;
+  if (PREFILL > 0) {
+    log(`ledger: ${PREFILL} rows, ${PREFILL_AGE_DAYS} days old and older:`);
+    const filled = await prefillLedger(direct, { rows: PREFILL, ageDays: PREFILL_AGE_DAYS, log });
+    log(`  prefilled ${filled.rows} rows in ${(filled.ms / 1000).toFixed(0)} s: ${(filled.bytes / 2 ** 30).toFixed(2)} GiB with indexes`);
+    const k = KS[0] ?? 1;
+    const rate = PACED_RATES[0] ?? 50;
+    await topology.scaleTo(k);
+    if (WARMUP > 0) await burst(WARMUP, benchChats);
+    const fullBurst = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
+    log(`  burst K=${k} on the full ledger: ${throughput(fullBurst)} msgs/s, Postgres CPU ${fmt(postgresPerMessage(fullBurst), 2)} ms/msg`);
+    await topology.scaleTo(PACED_K);
+    if (WARMUP > 0) await burst(WARMUP, benchChats);
+    const count = Math.max(1, Math.round(rate * PACED_SECONDS));
+    const fullPaced = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
+    log(`  paced ${rate}/s K=${PACED_K} on the full ledger: p50 ${percentile(fullPaced.result.latencies, 50)} ms, p99 ${percentile(fullPaced.result.latencies, 99)} ms`);
+
+    // A scheduler whose janitor finds everything prefilled past its retention (the defaults).
+    const inboundRows = async () => (await direct.query<{ n: number }>("SELECT count(*)::int AS n FROM inbound_messages")).rows[0]!.n;
+    const prunable = await inboundRows();
+    const schedulerUrl = new URL(directUrl);
+    schedulerUrl.searchParams.set("application_name", `${APPLICATION_PREFIX}janitor`);
+    const scheduler = await startServiceProcess(
+      "services/launcher/src/main.ts",
+      { ...baseEnv, NAHIDA_SERVICES: "scheduler", DATABASE_URL: schedulerUrl.toString() },
+      { readyText: "nahida started", timeoutMs: 120_000 },
+    );
+    running.add(scheduler);
+    // Measured once it is pruning, not while it waits for its lease.
+    await waitFor(async () => ((await inboundRows()) < prunable) || undefined, 120_000, "the janitor to start pruning", 250);
+    const pruned0 = await prunedRows(direct);
+    const t0 = Date.now();
+    const prunePaced = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
+    const prunedPerSecond = ((await prunedRows(direct)) - pruned0) / ((Date.now() - t0) / 1000);
+    log(
+      `  paced ${rate}/s K=${PACED_K} while the janitor prunes (${prunedPerSecond.toFixed(0)} rows/s): ` +
+        `p50 ${percentile(prunePaced.result.latencies, 50)} ms, p99 ${percentile(prunePaced.result.latencies, 99)} ms`,
+    );
+    await scheduler.stop();
+    running.delete(scheduler);
+    ledger = { filled, k, rate, emptyBurst: bursts.get(k)!, fullBurst, emptyPaced: pacedRuns.get(rate)!, fullPaced, prunePaced, prunedPerSecond };
+  }
+
   await apiLoad(sendUrl, auth, Math.min(200, API_REQUESTS), "warm-up");
   await drainDeliveries();
   const api = await measure(topology, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false);
@@ -487,6 +539,7 @@ async function main(): Promise<void> {
   log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}`);
 
   printSummary({ rawBurst, rawPaced, counted, firstContact, bursts, pacedRuns, api, bareRun });
+  if (ledger) printLedger(ledger);
 
   async function startBareProcess() {
     const proc = await startServiceProcess(
@@ -522,6 +575,45 @@ interface CountedFigures {
   steady: PhaseFigures;
   batched: PhaseFigures;
   api: PhaseFigures;
+}
+
+interface LedgerFigures {
+  filled: { rows: number; ms: number; bytes: number };
+  k: number;
+  rate: number;
+  emptyBurst: BurstFigures;
+  fullBurst: BurstFigures;
+  emptyPaced: PacedFigures;
+  fullPaced: PacedFigures;
+  prunePaced: PacedFigures;
+  prunedPerSecond: number;
+}
+
+/** Rows of the tables the janitor prunes, for its rate: fewer means pruned. */
+async function prunedRows(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(
+    `SELECT (-((SELECT count(*) FROM inbound_messages) + (SELECT count(*) FROM lane_items) + (SELECT count(*) FROM lane_runs) + (SELECT count(*) FROM deliveries)))::text AS n`,
+  );
+  return Number(rows[0]!.n);
+}
+
+/** Postgres CPU per message of the services' own backends (the janitor's excluded). */
+function postgresPerMessage(m: PhaseFigures): number {
+  return [...m.postgresByClass].filter(([c]) => (SERVICE_CLASSES as readonly string[]).includes(c)).reduce((sum, [, ms]) => sum + ms, 0) / m.messages;
+}
+
+function printLedger(l: LedgerFigures): void {
+  const ratio = (a: number, b: number) => `${fmt(a / b, 2)} ×`;
+  const p = (m: PacedFigures, q: number) => percentile(m.result.latencies, q);
+  log("");
+  log(`ledger (${l.filled.rows} rows prefilled in ${(l.filled.ms / 1000).toFixed(0)} s, ${(l.filled.bytes / 2 ** 30).toFixed(2)} GiB), empty against full, same run:`);
+  log(`| figure | empty | full | full / empty |`);
+  log(`|---|---|---|---|`);
+  log(`| burst K=${l.k}, msgs/s | ${throughput(l.emptyBurst)} | ${throughput(l.fullBurst)} | ${ratio(l.emptyBurst.result.elapsedMs, l.fullBurst.result.elapsedMs)} |`);
+  log(`| Postgres CPU per message (the statements' time), burst | ${fmt(postgresPerMessage(l.emptyBurst), 2)} ms | ${fmt(postgresPerMessage(l.fullBurst), 2)} ms | ${ratio(postgresPerMessage(l.fullBurst), postgresPerMessage(l.emptyBurst))} |`);
+  log(`| paced ${l.rate}/s p50 / p99 | ${p(l.emptyPaced, 50)} / ${p(l.emptyPaced, 99)} ms | ${p(l.fullPaced, 50)} / ${p(l.fullPaced, 99)} ms | ${ratio(p(l.fullPaced, 99), p(l.emptyPaced, 99))} (p99) |`);
+  log(`| Postgres CPU per message, paced | ${fmt(postgresPerMessage(l.emptyPaced), 2)} ms | ${fmt(postgresPerMessage(l.fullPaced), 2)} ms | ${ratio(postgresPerMessage(l.fullPaced), postgresPerMessage(l.emptyPaced))} |`);
+  log(`while the janitor prunes the full ledger (${l.prunedPerSecond.toFixed(0)} rows/s): paced ${l.rate}/s p50 / p99 ${p(l.prunePaced, 50)} / ${p(l.prunePaced, 99)} ms, p99 ${ratio(p(l.prunePaced, 99), p(l.fullPaced, 99))} the same pace without a prune`);
 }
 
 function sumCpu(pids: readonly number[]): number {

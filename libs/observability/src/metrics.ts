@@ -56,6 +56,8 @@ export interface JanitorMetrics {
   passSeconds: Histogram;
   /** When the last pass finished (Unix seconds); stands still when no replica leads it. */
   lastPass: Gauge;
+  /** Passes that ended on an error (Postgres away); the next is tried a minute later. */
+  errors: Counter;
 }
 
 export interface SubagentMetrics {
@@ -216,6 +218,7 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
       pruned: new Counter({ name: "nahida_janitor_pruned_rows_total", help: "Rows the retention janitor deleted (raw_events: emptied), by target", labelNames: ["target"], registers }),
       passSeconds: new Histogram({ name: "nahida_janitor_pass_seconds", help: "Time one janitor pass over every retention target took", buckets: LONG_BUCKETS, registers }),
       lastPass: new Gauge({ name: "nahida_janitor_last_pass_timestamp_seconds", help: "When the last janitor pass finished (Unix seconds)", registers }),
+      errors: new Counter({ name: "nahida_janitor_errors_total", help: "Janitor passes that ended on an error", registers }),
     },
     subagents: {
       spawnRefusals: new Counter({ name: "nahida_subagent_spawn_refusals_total", help: "Sub-agent spawns refused, by reason (children_cap, run_lost, parent_gone)", labelNames: ["reason"], registers }),

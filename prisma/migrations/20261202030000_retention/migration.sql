@@ -4,11 +4,17 @@
 -- updates, and cannot run inside a transaction. Every statement may run again: a failed
 -- CONCURRENTLY build leaves an invalid index behind, which the DROP before it removes.
 
+-- Dropping a foreign key locks both its tables for an instant, once it has the lock; waiting
+-- for it (behind a backup's long read) would stop every write meanwhile, so it waits 2 s at
+-- most, and the runner tries the migration again (every statement here may run twice).
+SET lock_timeout = '2s';
 -- A turn keeps the id of the inbound message it answered, and a lane item the id of its run,
 -- after the janitor deleted those rows: without the foreign keys a delete needs no scan of
 -- turns (kept for good) or of lane_items for referencing rows, and no index for one.
 ALTER TABLE "turns" DROP CONSTRAINT IF EXISTS "turns_inbound_message_id_fkey";
 ALTER TABLE "lane_items" DROP CONSTRAINT IF EXISTS "lane_items_run_id_fkey";
+-- The index builds wait for older transactions, however long: they block no writes.
+RESET lock_timeout;
 
 DROP INDEX CONCURRENTLY IF EXISTS "inbound_messages_received_at_idx";
 CREATE INDEX CONCURRENTLY "inbound_messages_received_at_idx" ON "inbound_messages" ("received_at");

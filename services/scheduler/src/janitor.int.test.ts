@@ -50,7 +50,7 @@ describe("the retention janitor (real Postgres and Redis)", () => {
          SELECT gen_random_uuid(), 'telegram', $1 || g, g::text, 'telegram:private:1', '{}', '{"update_id": 1}', $2, $2 FROM generate_series(1, $3) g`,
         [`d${ageDays}-`, at, n],
       );
-      await q(`INSERT INTO deliveries (id, target, message, status, source, created_at) SELECT gen_random_uuid(), 'telegram:private:1', '{}', 'sent', 'agent', $1 FROM generate_series(1, $2)`, [at, n]);
+      await q(`INSERT INTO deliveries (id, target, message, status, source, created_at, updated_at) SELECT gen_random_uuid(), 'telegram:private:1', '{}', 'sent', 'agent', $1, $1 FROM generate_series(1, $2)`, [at, n]);
     }
     await q(`INSERT INTO lanes (key) VALUES ('chat:1')`);
     await q(

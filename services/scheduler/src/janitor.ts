@@ -4,6 +4,7 @@ import type { JanitorMetrics, Logger } from "@nahida/observability";
 import { LeaderLoop, sleep, type RedisLeadership } from "@nahida/queue";
 
 const DAY_MS = 86_400_000;
+const ERROR_RETRY_MS = 60_000;
 
 export interface JanitorOptions {
   retention: Pick<RetentionRepository, "prune">;
@@ -66,7 +67,16 @@ export function startJanitor(o: JanitorOptions): RunningJanitor {
     logger: log,
     async lead(signal) {
       while (!signal.aborted) {
-        await pass(signal);
+        try {
+          await pass(signal);
+        } catch (error) {
+          // Postgres away or slow: the leader stays, and tries a pass again a minute later
+          // (or at its interval) instead of every few seconds.
+          o.metrics?.errors.inc();
+          log.warn({ err: (error as Error).message }, "janitor: the pass failed; trying again later");
+          await sleep(Math.min(ERROR_RETRY_MS, o.intervalMs), signal);
+          continue;
+        }
         await sleep(o.intervalMs, signal);
       }
     },

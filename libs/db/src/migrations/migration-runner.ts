@@ -13,6 +13,10 @@ const NO_TRANSACTION = "-- nahida: no-transaction";
 
 // Any constant works; it only has to be the same for every process migrating this database.
 const MIGRATION_LOCK_KEY = 7_243_001_115;
+const LOCK_NOT_AVAILABLE = "55P03";
+/** A no-transaction migration that cannot get a table lock within its lock_timeout tries again this often, this long. */
+const LOCK_ATTEMPTS = 30;
+const LOCK_RETRY_PAUSE_MS = 2_000;
 /** How often a process waiting for another's migrations tries the lock again. */
 const LOCK_RETRY_MS = 200;
 
@@ -64,7 +68,9 @@ export async function readMigrations(dir: string = defaultMigrationsDir): Promis
   return Promise.all(
     names.map(async (name) => {
       const sql = await readFile(join(dir, name, "migration.sql"), "utf8");
-      return { name, sql, noTransaction: sql.startsWith(NO_TRANSACTION), checksum: createHash("sha256").update(sql).digest("hex") };
+      // A checkout with CRLF line ends or a BOM is the same migration (the checksum stays the file's).
+      const text = sql.replace(/^\uFEFF/, "").replace(/\r\n/g, "\n");
+      return { name, sql: text, noTransaction: text.startsWith(NO_TRANSACTION), checksum: createHash("sha256").update(sql).digest("hex") };
     }),
   );
 }
@@ -188,13 +194,23 @@ async function takeMigrationLock(client: pg.Client): Promise<void> {
 async function applyOne(client: pg.Client, migration: MigrationFile): Promise<void> {
   const id = randomUUID();
   if (migration.noTransaction) {
-    try {
-      // One statement per query: a multi-statement query string runs as one implicit transaction.
-      for (const statement of splitStatements(migration.sql)) await client.query(statement);
-    } catch (error) {
-      if (isOutage(error)) throw error;
-      throw new MigrationError(`migration ${migration.name} failed (the next start runs it again): ${(error as Error).message}`, migration.name, { cause: error });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // One statement per query: a multi-statement query string runs as one implicit transaction.
+        for (const statement of splitStatements(migration.sql)) await client.query(statement);
+        break;
+      } catch (error) {
+        if (isOutage(error)) throw error;
+        // The migration's lock_timeout gave up waiting for a table someone holds (a backup):
+        // the hot path queued behind it for that long only. Its statements may run again.
+        if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE && attempt < LOCK_ATTEMPTS) {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_PAUSE_MS));
+          continue;
+        }
+        throw new MigrationError(`migration ${migration.name} failed (the next start runs it again): ${(error as Error).message}`, migration.name, { cause: error });
+      }
     }
+    await client.query("RESET lock_timeout");
     await client.query(
       `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
        VALUES ($1, $2, now(), $3, now(), 1)`,

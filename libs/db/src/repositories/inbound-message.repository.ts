@@ -58,7 +58,7 @@ export class InboundMessageRepository {
    * the identity (Telegram re-seeds `update_id`): the old row's key is retired (suffixed with
    * its id; the row and its turns stay) and the event is stored anew, in statements taken
    * only then. A late replay of the same message (a Milky catch-up, a web page's resend)
-   * stays a duplicate at any age. `legacyDedupeKey` is the key the same event had before keys carried
+   * stays a duplicate for as long as its row is kept (NAHIDA_RETENTION_INBOUND_DAYS). `legacyDedupeKey` is the key the same event had before keys carried
    * the account; a row stored under it within the last day (Telegram redelivers for at most
    * that long) counts as the same event, so a redelivery across the upgrade is not answered
    * twice. The lookup uses the unique index. Shim: removed in 0.2.0.

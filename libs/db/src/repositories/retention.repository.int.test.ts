@@ -55,7 +55,11 @@ describe("RetentionRepository (real Postgres)", () => {
   it("deletes finished lane items and runs, never open ones", async () => {
     await q(`DELETE FROM lane_items`);
     const item = (seq: number, status: string, at: Date, run: string | null = null) =>
-      q(`INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, status, created_at, run_id) VALUES (gen_random_uuid(), 'chat:a', $1, 'agent_event', $2, $3, $4, $5)`, [seq, String(seq), status, at, run]);
+      q(
+        `INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, status, created_at, done_at, run_id)
+         VALUES (gen_random_uuid(), 'chat:a', $1, 'agent_event', $2, $3, $4, CASE WHEN $3 IN ('done', 'failed') THEN $4::timestamptz END, $5)`,
+        [seq, String(seq), status, at, run],
+      );
     const run = (id: string, status: string, at: Date) =>
       q(`INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count, started_at) VALUES ($1, 'chat:a', 'w', $2, 1, $3)`, [id, status, at]);
     const [r1, r2, r3] = ["1", "2", "3"].map((n) => `00000000-0000-4000-8000-00000000020${n}`);
@@ -68,8 +72,23 @@ describe("RetentionRepository (real Postgres)", () => {
     await item(13, "running", OLD, r2!);
     await item(14, "done", NEW, r3!);
 
-    expect(await drain("lane_items")).toEqual([2, 0]);
-    expect((await q(`SELECT seq::int FROM lane_items ORDER BY seq`)).rows.map((r) => r.seq)).toEqual([12, 13, 14]);
+    // An event whose item failed for good: its row still says queued, the item says failed.
+    const event = "00000000-0000-4000-8000-0000000002e1";
+    await q(
+      `INSERT INTO session_events (id, session_id, source, content, mode, depth, status, created_at) VALUES ($1, '00000000-0000-4000-8000-00000000000a', 'api:x', 'hi', 'enqueue', 1, 'queued', $2)`,
+      [event, OLD],
+    );
+    await q(
+      `INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, status, error, created_at, done_at, run_id) VALUES (gen_random_uuid(), 'chat:a', 15, 'agent_event', $1, 'failed', 'gave up', $2, $2, $3)`,
+      [event, OLD, r1],
+    );
+    // Finished 40 days ago, but requeued and done again yesterday: not old yet.
+    await q(`INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, status, created_at, done_at) VALUES (gen_random_uuid(), 'chat:a', 16, 'agent_event', '16', 'done', $1, $2)`, [OLD, NEW]);
+
+    expect(await drain("lane_items")).toEqual([2, 1]);
+    expect((await q(`SELECT seq::int FROM lane_items ORDER BY seq`)).rows.map((r) => r.seq)).toEqual([12, 13, 14, 16]);
+    // Its item gone, the event itself says how it ended.
+    expect((await q(`SELECT status, error, run_id::text AS run FROM session_events WHERE id = $1`, [event])).rows).toEqual([{ status: "failed", error: "gave up", run: r1 }]);
     // A run goes with its age, whatever items still name it (they keep its id).
     expect(await drain("lane_runs")).toEqual([1]);
     expect(await ids("lane_runs")).toEqual([r2, r3].sort());
@@ -77,11 +96,12 @@ describe("RetentionRepository (real Postgres)", () => {
 
   it("deletes finished deliveries and answered events; unsent and unanswered ones stay", async () => {
     for (const [status, at] of [["sent", OLD], ["failed", OLD], ["expired", OLD], ["queued", OLD], ["sending", OLD], ["sent", NEW]] as const) {
-      await q(`INSERT INTO deliveries (id, target, message, status, source, created_at) VALUES (gen_random_uuid(), 'telegram:private:1', '{}', $1, 'api', $2)`, [status, at]);
+      await q(`INSERT INTO deliveries (id, target, message, status, source, created_at, updated_at) VALUES (gen_random_uuid(), 'telegram:private:1', '{}', $1, 'api', $2, $2)`, [status, at]);
     }
     expect(await drain("deliveries")).toEqual([2, 1]);
     expect((await q(`SELECT status FROM deliveries ORDER BY status`)).rows.map((r) => r.status)).toEqual(["queued", "sending", "sent"]);
 
+    await q(`DELETE FROM session_events`);
     let n = 0;
     for (const [status, at] of [["recorded", OLD], ["done", OLD], ["failed", OLD], ["queued", OLD], ["done", NEW]] as const) {
       await q(

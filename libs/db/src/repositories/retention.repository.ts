@@ -19,7 +19,9 @@ export const RETENTION_TARGETS = [
 export type RetentionTarget = (typeof RETENTION_TARGETS)[number];
 
 /**
- * One batch of each target: `$1` the cutoff, `$2` the batch size. Only finished rows go:
+ * One batch of each target: `$1` the cutoff, `$2` the batch size. A row's age counts from
+ * its creation and from when it last changed (a requeued delivery, an item that waited in
+ * a backlog): what reads its final state just after it finished still finds it. Only finished rows go:
  * open lane items and runs, unsent deliveries, unanswered events and an inbound message
  * whose lane item is still open all stay, whatever their age. `FOR UPDATE SKIP LOCKED`:
  * a row the hot path holds is left for the next batch instead of waited for, and the batch
@@ -31,21 +33,31 @@ const PRUNE: Record<RetentionTarget, string> = {
     UPDATE inbound_messages SET raw = NULL WHERE id IN (
       SELECT id FROM inbound_messages WHERE raw IS NOT NULL AND received_at < $1
        ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+  // An event whose lane item failed for good reads "failed" off that item (its own row still
+  // says queued); the item's delete writes that onto the event, in the same statement.
   lane_items: `
-    DELETE FROM lane_items WHERE id IN (
-      SELECT id FROM lane_items WHERE created_at < $1 AND status IN ('done', 'failed')
-       ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    WITH gone AS (
+      DELETE FROM lane_items WHERE id IN (
+        SELECT id FROM lane_items WHERE created_at < $1 AND done_at < $1 AND status IN ('done', 'failed')
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+      RETURNING kind, ref_id, status, run_id, error, done_at),
+    settled AS (
+      UPDATE session_events e SET status = 'failed', run_id = g.run_id, error = coalesce(g.error, 'the run failed'), finished_at = g.done_at
+        FROM gone g
+       WHERE g.kind = 'agent_event' AND g.status = 'failed' AND e.status = 'queued'
+         AND e.id = CASE WHEN g.ref_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN g.ref_id::uuid END)
+    SELECT count(*)::int AS pruned FROM gone`,
   lane_runs: `
     DELETE FROM lane_runs WHERE id IN (
       SELECT id FROM lane_runs WHERE started_at < $1 AND status <> 'running'
        ORDER BY started_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   session_events: `
     DELETE FROM session_events WHERE id IN (
-      SELECT id FROM session_events WHERE created_at < $1 AND status IN ('recorded', 'done', 'failed')
+      SELECT id FROM session_events WHERE created_at < $1 AND coalesce(finished_at, created_at) < $1 AND status IN ('recorded', 'done', 'failed')
        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   deliveries: `
     DELETE FROM deliveries WHERE id IN (
-      SELECT id FROM deliveries WHERE created_at < $1 AND status IN ('sent', 'failed', 'expired')
+      SELECT id FROM deliveries WHERE created_at < $1 AND updated_at < $1 AND status IN ('sent', 'failed', 'expired')
        LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   inbound_messages: `
     DELETE FROM inbound_messages WHERE id IN (
@@ -66,6 +78,8 @@ const PRUNE: Record<RetentionTarget, string> = {
        LIMIT $2 FOR UPDATE SKIP LOCKED)`,
 };
 
+const QUERY_TIMEOUT_MS = 120_000;
+
 /** The statement that prunes one batch of `target` (`$1` cutoff, `$2` batch size). */
 export const retentionStatement = (target: RetentionTarget): string => PRUNE[target];
 
@@ -75,7 +89,10 @@ export class RetentionRepository {
 
   /** Prunes at most `limit` rows of `target` older than `before`; returns how many it pruned. */
   async prune(target: RetentionTarget, before: Date, limit: number): Promise<number> {
-    const result = await this.pool.query(PRUNE[target], [before, limit]);
-    return result.rowCount ?? 0;
+    // A statement that hangs (Postgres cut off) ends, and the janitor's pass with it, instead
+    // of holding its lease and its stop. pg reads `query_timeout` per query; its types do not say so.
+    const query = { text: PRUNE[target], values: [before, limit], query_timeout: QUERY_TIMEOUT_MS } as pg.QueryConfig;
+    const result = await this.pool.query<{ pruned?: number }>(query);
+    return result.rows[0]?.pruned ?? result.rowCount ?? 0;
   }
 }
