@@ -26,7 +26,7 @@ export const schedulerEnvSchema = z.object({
   /** Finished cron runs; each job's latest stays. */
   NAHIDA_RETENTION_CRON_RUNS_DAYS: retentionDays(30),
   /** Rows one janitor statement prunes at most. */
-  NAHIDA_JANITOR_BATCH: z.coerce.number().int().min(10).max(100_000).default(1_000),
+  NAHIDA_JANITOR_BATCH: z.coerce.number().int().min(10).max(100_000).default(500),
   /** Time between two janitor passes. */
   NAHIDA_JANITOR_INTERVAL_MS: positiveMs.min(1_000, "must be at least 1000").default(600_000),
 });
