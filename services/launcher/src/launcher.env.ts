@@ -9,7 +9,7 @@ import { DEFAULT_DEDUPE_WINDOW_MS, err, ok, type Result } from "@nahida/contract
 import { gatewayEnvSchema } from "@nahida/gateway";
 import { loadPlugins, type LoadedPlugins, type PluginEntry } from "@nahida/plugins";
 import { schedulerEnvSchema } from "@nahida/scheduler";
-import { ingressServiceName, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
+import { ingressServiceName, instanceEnvPrefix, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 import { tracingEnvSchema, tracingOn } from "./tracing.env";
 import { importPluginEntry } from "./plugin-import";
 
@@ -83,9 +83,9 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
     for (const issue of issues) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
     // Deleting an inbound message forgets its platform identity: a redelivery of it within
     // the dedupe window would then be taken for a new message.
-    const inboundDays = fixed.data?.NAHIDA_RETENTION_INBOUND_DAYS;
-    if (fixed.data && inboundDays !== 0 && inboundDays! * 86_400_000 < fixed.data.NAHIDA_DEDUPE_WINDOW_MS) {
-      ctx.addIssue({ code: "custom", path: ["NAHIDA_RETENTION_INBOUND_DAYS"], message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${fixed.data.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
+    const f = fixed.data;
+    if (f && f.NAHIDA_RETENTION_INBOUND_DAYS !== 0 && f.NAHIDA_RETENTION_INBOUND_DAYS * 86_400_000 < f.NAHIDA_DEDUPE_WINDOW_MS) {
+      ctx.addIssue({ code: "custom", path: ["NAHIDA_RETENTION_INBOUND_DAYS"], message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${f.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
       return z.NEVER;
     }
     if (!fixed.success || listed?.success === false || issues.length > 0) return z.NEVER;
@@ -109,7 +109,7 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
 export function launcherVariables(plugins: LoadedPlugins): Set<string> {
   const names = new Set(Object.keys(fixedEnvSchema.shape));
   for (const module of plugins.channels()) {
-    const prefix = `${module.defaultInstance.toUpperCase().replaceAll("-", "_")}_`;
+    const prefix = instanceEnvPrefix(module.defaultInstance);
     for (const key of Object.keys((module.envSchema as unknown as { shape?: object }).shape ?? {})) names.add(prefix + key);
   }
   for (const plugin of plugins.plugins) for (const name of plugin.configVariables) names.add(name);
