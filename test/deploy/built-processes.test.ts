@@ -42,7 +42,8 @@ describe("the built JavaScript, three processes of every role", () => {
     expect(sent.status).toBe(202);
 
     const at = new Date(Date.now() + 2_000).toISOString();
-    const cron = await second!("POST", "/api/cron", { name: "once", schedule: { kind: "at", at }, target: "telegram:private:910003", payload: { kind: "notify", text: "cron fired" } });
+    // Kept after its run (an `at` job deletes itself by default, its runs with it), so the run can be read.
+    const cron = await second!("POST", "/api/cron", { name: "once", schedule: { kind: "at", at }, delete_after_run: false, target: "telegram:private:910003", payload: { kind: "notify", text: "cron fired" } });
     expect(cron.status).toBe(201);
 
     const texts = (chat: number) => d.telegram.sent(chat).map((c) => String(c.params.text));
