@@ -250,6 +250,29 @@ describe("LaneRuntime (one process, real Postgres and Redis)", () => {
     expect((await t.db.prisma.laneItem.findFirstOrThrow({ where: { laneKey: lane } })).status).toBe("running");
   });
 
+  it("a claim that waited for the lane row behind a commit starts no run for the items that commit finished", async () => {
+    const store = new LaneStore(t.db);
+    const lane = "test:private:claim-behind-commit";
+    await store.append(lane, { kind: "event", refId: "z1" });
+    // Another worker claims the free lane, runs z1 and commits, giving the lane back, all
+    // while a second worker's claim waits for the lane row: one transaction stands for that
+    // here. The waiting claim then finds the lane free, but its snapshot, taken before the
+    // first claim, still sees z1 open.
+    const client = await t.db.pool.connect();
+    await client.query("BEGIN");
+    await client.query("UPDATE lanes SET updated_at = now() WHERE key = $1", [lane]);
+    await client.query("UPDATE lane_items SET status = 'done', done_at = now() WHERE lane_key = $1", [lane]);
+    const second = store.claimAndStart(lane, "new-worker", 10_000, { workerId: "new-worker", maxBatchSize: 10, maxAttempts: 3 });
+    await waitFor(async () => (await t.db.pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%runnable%'")).rowCount === 1, 5_000, "the claim to wait for the lane row");
+    await client.query("COMMIT");
+    client.release();
+    const claimed = await second;
+    expect(claimed).not.toBeNull();
+    expect(claimed!.run).toBeNull();
+    expect((await t.db.pool.query("SELECT status FROM lane_runs WHERE lane_key = $1", [lane])).rowCount).toBe(0);
+    await store.release(claimed!.lease);
+  });
+
   it("close() hands back a run that outlives the shutdown grace, without counting the attempt", async () => {
     const otherPrefix = testQueuePrefix("lane_shutdown");
     const otherQueue = new TypedQueue("lanes", { connection: redis, prefix: otherPrefix });

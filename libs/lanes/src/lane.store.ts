@@ -147,15 +147,19 @@ export class LaneStore {
        ), lost AS (
          UPDATE lane_runs SET status = 'lost', finished_at = now()
           WHERE id IN (SELECT run_id FROM runnable WHERE run_id IS NOT NULL) AND status = 'running'
-       ), run AS (
-         INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
-         SELECT $8::uuid, key, $9, 'running', (SELECT count(*)::int FROM runnable) FROM lane
-          WHERE EXISTS (SELECT 1 FROM runnable)
-         RETURNING id
        ), taken AS (
-         UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
-          WHERE id IN (SELECT id FROM runnable) AND EXISTS (SELECT 1 FROM run) AND status IN ('pending', 'running')
+         UPDATE lane_items SET status = 'running', run_id = $8::uuid, attempts = attempts + 1
+          WHERE id IN (SELECT id FROM runnable) AND status IN ('pending', 'running')
          RETURNING id, seq, kind, ref_id, attempts, traceparent
+       ), run AS (
+         -- Counted from what was taken, not from what was read: a claim that waited for the
+         -- lane row behind another worker's whole claim, run and commit reads, in its older
+         -- snapshot, items that commit finished; the recheck above leaves them out, and no
+         -- run starts with nothing in it.
+         INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
+         SELECT $8::uuid, key, $9, 'running', (SELECT count(*)::int FROM taken) FROM lane
+          WHERE EXISTS (SELECT 1 FROM taken)
+         RETURNING id
        )
        SELECT (SELECT mode FROM lane) AS mode, (SELECT id::text FROM run) AS run_id,
               coalesce((SELECT json_agg(json_build_object('id', id::text, 'seq', seq::text, 'kind', kind, 'refId', ref_id, 'attempts', attempts, 'traceparent', traceparent) ORDER BY seq) FROM taken), '[]'::json) AS items,
