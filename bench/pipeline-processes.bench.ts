@@ -358,6 +358,44 @@ async function main(): Promise<void> {
     return rows;
   };
   let proxies: Awaited<ReturnType<typeof startProxies>> | undefined;
+  // Per-statement execution time, where the server loads pg_stat_statements (it must be in
+  // shared_preload_libraries, which needs a restart; the bench says so and goes on without).
+  const statementTimes = await direct
+    .query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    .then(() => direct.query("SELECT 1 FROM pg_stat_statements LIMIT 1"))
+    .then(
+      () => true,
+      (error: Error) => {
+        log(`per-statement time: not measured (${error.message}; add pg_stat_statements to shared_preload_libraries and restart Postgres)`);
+        return false;
+      },
+    );
+  /** Every statement of the bench's database so far: calls, execution ms, buffer pages read. */
+  const statementCounters = async (): Promise<Map<string, StatementTime>> => {
+    if (!statementTimes) return new Map();
+    const { rows } = await direct.query<{ query: string; calls: string; ms: number; hit: string; read: string; dirtied: string }>(
+      `SELECT query, calls::text, total_exec_time AS ms, shared_blks_hit::text AS hit, shared_blks_read::text AS read, shared_blks_dirtied::text AS dirtied
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+    const byQuery = new Map<string, StatementTime>();
+    for (const r of rows) {
+      const prior = byQuery.get(r.query) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
+      byQuery.set(r.query, {
+        calls: prior.calls + Number(r.calls),
+        ms: prior.ms + r.ms,
+        pages: prior.pages + Number(r.hit) + Number(r.read),
+        dirtied: prior.dirtied + Number(r.dirtied),
+      });
+    }
+    return byQuery;
+  };
+  /** The whole server's WAL so far (pg_stat_wal): what a phase wrote, full-page images included. */
+  const walCounters = async () => {
+    const { rows } = await maintenance.query<{ bytes: string; fpi: string; records: string }>(
+      "SELECT wal_bytes::text AS bytes, wal_fpi::text AS fpi, wal_records::text AS records FROM pg_stat_wal",
+    );
+    return { bytes: Number(rows[0]!.bytes), fpi: Number(rows[0]!.fpi), records: Number(rows[0]!.records) };
+  };
 
   /** Runs one phase and reads every counter before and after it. */
   const measure = async <T>(topology: Topology, messages: number, run: () => Promise<T>, countsInbound = true): Promise<{ result: T } & PhaseFigures> => {
@@ -382,6 +420,8 @@ async function main(): Promise<void> {
     };
     observe(backends0);
     const statements0 = proxies ? await proxies.counts() : undefined;
+    const wal0 = await walCounters();
+    const times0 = await statementCounters();
     const jobs0 = queueCounter.snapshot();
     let sampling: Promise<void> | undefined;
     // Backends come and go with the pools' idle timeout: look at them often.
@@ -397,6 +437,9 @@ async function main(): Promise<void> {
     await sampling;
     observe(await pgBackends());
     const machineMs = machineBusyMs() - machine0;
+    const wal1 = await walCounters();
+    const wal = { bytes: wal1.bytes - wal0.bytes, fpi: wal1.fpi - wal0.fpi, records: wal1.records - wal0.records };
+    const statementTime = diffStatementTimes(times0, await statementCounters());
     await queueCounter.settle();
     const jobs = diffQueueCounts(jobs0, queueCounter.snapshot());
     const statements = proxies && statements0 ? diffStatementMaps(statements0, await proxies.counts()) : undefined;
@@ -412,7 +455,7 @@ async function main(): Promise<void> {
     // streams are trimmed), and every job figure would be low.
     const wakes = (jobs.added.get("lanes/lane.wake") ?? 0) + (jobs.notCreated.get("lanes deduplicated") ?? 0);
     if (countsInbound && wakes < messages) log(`warning: ${wakes} lane wakes seen for ${messages} messages; job counts are suspect`);
-    return { result, messages, wallMs, cpuMs, postgresByClass, redisCpuMs, othersCpuMs: machineMs - accounted, statements, jobs };
+    return { result, messages, wallMs, cpuMs, postgresByClass, redisCpuMs, othersCpuMs: machineMs - accounted, statements, jobs, wal, statementTime };
   };
 
   // ------------------------------------------------------------ statements, through counting proxies
@@ -543,7 +586,10 @@ async function main(): Promise<void> {
   log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}`);
 
   printSummary({ rawBurst, rawPaced, counted, firstContact, bursts, pacedRuns, api, bareRun });
-  if (ledger) printLedger(ledger);
+  if (ledger) {
+    printLedger(ledger);
+    printStatementTimes(ledger.emptyBurst, ledger.fullBurst);
+  }
 
   async function startBareProcess() {
     const proc = await startServiceProcess(
@@ -570,6 +616,45 @@ interface PhaseFigures {
   othersCpuMs: number;
   statements: Map<string, StatementCounts> | undefined;
   jobs: QueueAddCounts;
+  /** WAL the server wrote during the phase (every database's): bytes, full-page images, records. */
+  wal: { bytes: number; fpi: number; records: number };
+  /** Per statement text (pg_stat_statements; empty where it is not loaded): what the phase ran. */
+  statementTime: Map<string, StatementTime>;
+}
+
+interface StatementTime {
+  calls: number;
+  /** Execution time, ms. */
+  ms: number;
+  /** Shared buffer pages touched (hit or read). */
+  pages: number;
+  dirtied: number;
+}
+
+function diffStatementTimes(before: Map<string, StatementTime>, after: Map<string, StatementTime>): Map<string, StatementTime> {
+  const diff = new Map<string, StatementTime>();
+  for (const [query, a] of after) {
+    const b = before.get(query) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
+    if (a.calls > b.calls) diff.set(query, { calls: a.calls - b.calls, ms: a.ms - b.ms, pages: a.pages - b.pages, dirtied: a.dirtied - b.dirtied });
+  }
+  return diff;
+}
+
+/** The statements of the hot path, empty against full ledger, per message: the most grown first. */
+function printStatementTimes(empty: PhaseFigures, full: PhaseFigures): void {
+  if (empty.statementTime.size === 0) return;
+  const per = (m: PhaseFigures, q: string) => m.statementTime.get(q) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
+  const total = (m: PhaseFigures) => [...m.statementTime.values()].reduce((sum, t) => sum + t.ms, 0) / m.messages;
+  log("");
+  log(`statement execution time per message (pg_stat_statements), burst, empty against full: ${fmt(total(empty), 2)} against ${fmt(total(full), 2)} ms`);
+  log(`| statement | calls/msg | ms/msg empty | ms/msg full | pages/call empty | pages/call full |`);
+  log(`|---|---|---|---|---|---|`);
+  const queries = new Set([...empty.statementTime.keys(), ...full.statementTime.keys()]);
+  const rows = [...queries].map((q) => ({ q, e: per(empty, q), f: per(full, q) })).sort((a, b) => b.f.ms / full.messages - b.e.ms / empty.messages - (a.f.ms / full.messages - a.e.ms / empty.messages));
+  for (const { q, e, f } of rows.slice(0, TOP)) {
+    const pagesPerCall = (t: StatementTime) => (t.calls === 0 ? "-" : fmt(t.pages / t.calls, 1));
+    log(`| ${shortSql(q.replace(/\s+/g, " "))} | ${fmt(f.calls / full.messages, 2)} | ${fmt(e.ms / empty.messages, 3)} | ${fmt(f.ms / full.messages, 3)} | ${pagesPerCall(e)} | ${pagesPerCall(f)} |`);
+  }
 }
 
 type BurstFigures = PhaseFigures & { result: { elapsedMs: number; postedMs: number } };
@@ -609,6 +694,9 @@ function printLedger(l: LedgerFigures): void {
   log(`| Postgres CPU per message (the statements' time), burst | ${fmt(postgresPerMessage(l.emptyBurst), 2)} ms | ${fmt(postgresPerMessage(l.fullBurst), 2)} ms | ${ratio(postgresPerMessage(l.fullBurst), postgresPerMessage(l.emptyBurst))} |`);
   log(`| paced ${l.rate}/s p50 / p99 | ${p(l.emptyPaced, 50)} / ${p(l.emptyPaced, 99)} ms | ${p(l.fullPaced, 50)} / ${p(l.fullPaced, 99)} ms | ${ratio(p(l.fullPaced, 99), p(l.emptyPaced, 99))} (p99) |`);
   log(`| Postgres CPU per message, paced | ${fmt(postgresPerMessage(l.emptyPaced), 2)} ms | ${fmt(postgresPerMessage(l.fullPaced), 2)} ms | ${ratio(postgresPerMessage(l.fullPaced), postgresPerMessage(l.emptyPaced))} |`);
+  const wal = (m: PhaseFigures) => `${fmt(m.wal.bytes / m.messages / 1024, 1)} KiB, ${fmt(m.wal.fpi / m.messages, 1)} full pages`;
+  log(`| WAL per message, burst | ${wal(l.emptyBurst)} | ${wal(l.fullBurst)} | ${ratio(l.fullBurst.wal.bytes, l.emptyBurst.wal.bytes)} |`);
+  log(`| WAL per message, paced | ${wal(l.emptyPaced)} | ${wal(l.fullPaced)} | ${ratio(l.fullPaced.wal.bytes, l.emptyPaced.wal.bytes)} |`);
   log(`while the janitor prunes the full ledger (${l.prunedPerSecond.toFixed(0)} rows/s): paced ${l.rate}/s p50 / p99 ${p(l.prunePaced, 50)} / ${p(l.prunePaced, 99)} ms, p99 ${ratio(p(l.prunePaced, 99), p(l.fullPaced, 99))} the same pace without a prune`);
 }
 

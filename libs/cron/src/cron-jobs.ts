@@ -11,7 +11,7 @@ import {
   type ErrorCode,
   type Result,
 } from "@nahida/contracts";
-import type { CronJob, CronJobPatch, CronRepository, NewCronJob, Tx } from "@nahida/db";
+import { newRowId, type CronJob, type CronJobPatch, type CronRepository, type NewCronJob, type Tx } from "@nahida/db";
 import { jitterFor } from "./plan-fire";
 import { checkSchedule, nextSlot, type CheckedSchedule, type ResolvedSchedule } from "./schedule";
 
@@ -217,7 +217,7 @@ export class CronJobs {
       if (!job) return err({ code: "not_found", message: `cron job ${id} does not exist` });
       // A manual run stands beside the schedule (the unique slot key leaves manual runs out):
       // its slot is when it was asked for.
-      const runId = randomUUID();
+      const runId = newRowId();
       const kind = (job.payload as { kind: CronPayload["kind"] }).kind;
       await this.o.cron.insertRuns([{ id: runId, jobId: job.id, slot: this.o.clock.now(), kind, status: "claimed", manual: true, jobVersion: job.version }], tx);
       return ok({ runId });

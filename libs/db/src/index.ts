@@ -1,4 +1,5 @@
 export * from "./database";
+export * from "./ids";
 export * from "./statements";
 export * from "./lane-append";
 export * from "./database-url";

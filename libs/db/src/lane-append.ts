@@ -31,7 +31,7 @@ export function laneAppendCtes(o: LaneAppendSql): Prisma.Sql {
       RETURNING last_seq, mode
     ), item AS (
       INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, traceparent)
-      SELECT gen_random_uuid(), ${o.laneKey}::text, lane.last_seq, ${o.kind}::text, ${o.refId}, ${o.traceparent}::text FROM lane, ${from}
+      SELECT nahida_uuid_v7(), ${o.laneKey}::text, lane.last_seq, ${o.kind}::text, ${o.refId}, ${o.traceparent}::text FROM lane, ${from}
       ON CONFLICT (kind, ref_id) DO NOTHING
       RETURNING id::text AS id, seq
     )`;

@@ -501,7 +501,7 @@ export class LaneRuntime {
         if (committed) throw new Error(`run ${runId} committed twice`);
         const value = await this.store.fenced(lease, async (tx) => {
           const v = await fn(tx);
-          await this.store.completeRun(tx, runId, rejected);
+          await this.store.completeRun(tx, lease, runId, rejected);
           return v;
         });
         committed = true;

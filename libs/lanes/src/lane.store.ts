@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Prisma, laneAppendCtes, poolRows, queryPrepared, type Database, type FencedPart, type Tx } from "@nahida/db";
+import { Prisma, laneAppendCtes, newRowId, poolRows, queryPrepared, type Database, type FencedPart, type Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
 import { currentTraceparent } from "@nahida/observability";
 
@@ -54,6 +54,16 @@ const CLAIM_LANE = `UPDATE lanes
   WHERE key = $1
     AND (lease_token IS NULL OR lease_expires_at < now())
     AND (retry_at IS NULL OR retry_at <= now())`;
+
+/**
+ * A run's items: the lane's running items that the run took. Named by lane as well, so the
+ * statement reads the lane's open items (`lane_items_lane_key_status_seq_idx`) and never
+ * the index of every lane's unfinished items, which a planner that believes none are open
+ * (its statistics from a ledger of millions of finished items) would otherwise scan whole.
+ */
+function runItems(laneKey: string, runId: string): Prisma.Sql {
+  return Prisma.sql`lane_key = ${laneKey} AND status = 'running' AND run_id = ${runId}::uuid`;
+}
 
 /** The two handles the store needs: Prisma for transactions shared with handlers, pg for the rest. */
 export type LaneDatabase = Pick<Database, "prisma" | "pool">;
@@ -120,7 +130,7 @@ export class LaneStore {
     o: { workerId: string; maxBatchSize: number; maxAttempts: number },
   ): Promise<{ lease: Lease; run: { runId: string; items: LaneItemRow[] } | null; abandoned: string[] } | null> {
     const token = randomUUID();
-    const runId = randomUUID();
+    const runId = newRowId();
     const { rows } = await queryPrepared<{
       mode: string | null;
       run_id: string | null;
@@ -234,13 +244,13 @@ export class LaneStore {
 
   /**
    * Open items of every lane and the oldest one's creation, for the scrape-time gauges:
-   * both read the partial index of open items; the count stops at `cap`.
+   * both read the partial index of unfinished items (`done_at IS NULL`); the count stops at `cap`.
    */
   async openItemStats(cap = 100_000): Promise<{ count: number; oldestCreatedAt: Date | null }> {
     const { rows } = await queryPrepared<{ count: number; oldest: Date | null }>(
       this.pool,
-      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE status IN ('pending', 'running') LIMIT $1) AS open) AS count,
-            (SELECT min(created_at) FROM lane_items WHERE status IN ('pending', 'running')) AS oldest`,
+      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE done_at IS NULL LIMIT $1) AS open) AS count,
+            (SELECT min(created_at) FROM lane_items WHERE done_at IS NULL) AS oldest`,
       [cap],
     );
     return { count: rows[0]?.count ?? 0, oldestCreatedAt: rows[0]?.oldest ?? null };
@@ -289,13 +299,13 @@ export class LaneStore {
     const fence = Prisma.raw("EXISTS (SELECT 1 FROM held)");
     const items =
       rejected.size === 0
-        ? Prisma.sql`UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running' AND ${fence}`
+        ? Prisma.sql`UPDATE lane_items SET status = 'done', done_at = now() WHERE ${runItems(lease.laneKey, runId)} AND ${fence}`
         : Prisma.sql`
             UPDATE lane_items
                SET status = CASE WHEN id = ANY(${[...rejected.keys()]}::uuid[]) THEN 'failed' ELSE 'done' END,
                    error = coalesce((${[...rejected.values()]}::text[])[array_position(${[...rejected.keys()]}::uuid[], id)], error),
                    done_at = now()
-             WHERE run_id = ${runId}::uuid AND status = 'running' AND ${fence}`;
+             WHERE ${runItems(lease.laneKey, runId)} AND ${fence}`;
     const ctes = [
       Prisma.sql`held AS (SELECT key FROM lanes WHERE key = ${lease.laneKey} AND lease_token = ${lease.token}::uuid FOR UPDATE)`,
       Prisma.sql`items AS (${items})`,
@@ -322,7 +332,7 @@ export class LaneStore {
    * locked and must still carry our token. A dead run that held some items is marked `lost`.
    */
   async startRun(lease: Lease, workerId: string, items: LaneItemRow[]): Promise<string> {
-    const runId = randomUUID();
+    const runId = newRowId();
     const ids = items.map((i) => i.id);
     const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
     const { rows } = await queryPrepared<{ started: number }>(
@@ -333,7 +343,7 @@ export class LaneStore {
           run AS (INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
                   SELECT $4::uuid, key, $5, 'running', $6 FROM held RETURNING id),
           taken AS (UPDATE lane_items SET status = 'running', run_id = (SELECT id FROM run), attempts = attempts + 1
-                     WHERE id = ANY($7::uuid[]) AND EXISTS (SELECT 1 FROM run) RETURNING id)
+                     WHERE id = ANY($7::uuid[]) AND status IN ('pending', 'running') AND EXISTS (SELECT 1 FROM run) RETURNING id)
        SELECT count(*)::int AS started FROM run`,
       [lease.laneKey, lease.token, staleRuns, runId, workerId, items.length, ids],
     );
@@ -345,7 +355,7 @@ export class LaneStore {
    * Marks the run and its items done (the `rejected` ones failed, with their reason); call
    * inside `fenced` together with the run's results.
    */
-  async completeRun(tx: Tx, runId: string, rejected: ReadonlyMap<string, string> = new Map()): Promise<void> {
+  async completeRun(tx: Tx, lease: Lease, runId: string, rejected: ReadonlyMap<string, string> = new Map()): Promise<void> {
     for (const [itemId, reason] of rejected) {
       await tx.$executeRaw`
         UPDATE lane_items SET status = 'failed', error = ${reason}, done_at = now()
@@ -354,7 +364,7 @@ export class LaneStore {
     // Items and run in one statement: this runs for every run.
     await tx.$executeRaw`
       WITH items AS (
-        UPDATE lane_items SET status = 'done', done_at = now() WHERE run_id = ${runId}::uuid AND status = 'running'
+        UPDATE lane_items SET status = 'done', done_at = now() WHERE ${runItems(lease.laneKey, runId)}
       )
       UPDATE lane_runs SET status = 'succeeded', finished_at = now() WHERE id = ${runId}::uuid`;
   }
@@ -373,11 +383,11 @@ export class LaneStore {
            SET status = CASE WHEN attempts >= ${maxAttempts} THEN 'failed' ELSE 'pending' END,
                error = ${error},
                done_at = CASE WHEN attempts >= ${maxAttempts} THEN now() ELSE NULL END
-         WHERE run_id = ${runId}::uuid AND status = 'running'`;
+         WHERE ${runItems(lease.laneKey, runId)}`;
       await tx.$executeRaw`
         UPDATE lanes SET retry_at = now() + ${backoffMs} * interval '1 millisecond'
          WHERE key = ${lease.laneKey}
-           AND EXISTS (SELECT 1 FROM lane_items WHERE run_id = ${runId}::uuid AND status = 'pending')`;
+           AND EXISTS (SELECT 1 FROM lane_items WHERE lane_key = ${lease.laneKey} AND status = 'pending' AND run_id = ${runId}::uuid)`;
     });
   }
 
@@ -388,7 +398,7 @@ export class LaneStore {
         UPDATE lane_runs SET status = 'lost', finished_at = now(), error = ${why} WHERE id = ${runId}::uuid`;
       await tx.$executeRaw`
         UPDATE lane_items SET status = 'pending', run_id = NULL, attempts = greatest(attempts - 1, 0)
-         WHERE run_id = ${runId}::uuid AND status = 'running'`;
+         WHERE ${runItems(lease.laneKey, runId)}`;
     });
   }
 
@@ -403,7 +413,9 @@ export class LaneStore {
 
   /**
    * Lanes with open items older than `graceMs` and nobody holding a live lease: their wake
-   * was lost or their worker died. The partial index on open items keeps this cheap.
+   * was lost or their worker died. The partial index of unfinished items keeps this cheap:
+   * it asks for `done_at IS NULL` (every status that ends an item sets `done_at`), which no
+   * statement of one lane implies, so those never take the index for theirs.
    */
   async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
     const { rows } = await queryPrepared<{ key: string }>(
@@ -411,7 +423,7 @@ export class LaneStore {
       `SELECT l.key FROM lanes l
       WHERE l.key IN (
               SELECT DISTINCT lane_key FROM lane_items
-               WHERE status IN ('pending', 'running')
+               WHERE done_at IS NULL
                  AND created_at < now() - $1 * interval '1 millisecond')
         AND (l.lease_token IS NULL OR l.lease_expires_at < now())
         AND (l.retry_at IS NULL OR l.retry_at <= now())

@@ -1,6 +1,6 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { err, ok, parseChatAddress, type Clock, type OutboundEventMetadata, type DeliveryPolicy, type ErrorCode, type OutboundMessage, type Result } from "@nahida/contracts";
-import type { Delivery, DeliveryRepository, FencedPart, SessionRepository, TurnRepository, Tx } from "@nahida/db";
+import { newRowId, type Delivery, type DeliveryRepository, type FencedPart, type SessionRepository, type TurnRepository, type Tx } from "@nahida/db";
 import type { TypedQueue } from "@nahida/queue";
 import { resolveWorkspacePath } from "@nahida/workspace";
 
@@ -184,7 +184,7 @@ export class Outbox {
 
   private row(request: OutboxRequest) {
     return {
-      id: request.deliveryId ?? randomUUID(),
+      id: request.deliveryId ?? newRowId(),
       target: request.target,
       message: request.message,
       source: request.source,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock, Readiness } from "@nahida/contracts";
 import { PASSED_REASON_TEXT, jitterFor, planFire, readCronJob, type StoredCronJob } from "@nahida/cron";
-import { isOutage, type CronAdvance, type CronJob, type CronRepository, type CronRun, type NewCronRun, type Tx } from "@nahida/db";
+import { isOutage, newRowId, type CronAdvance, type CronJob, type CronRepository, type CronRun, type NewCronRun, type Tx } from "@nahida/db";
 import type { CronMetrics, Logger } from "@nahida/observability";
 import { laneKeyOf, writeCronEffect, type CronEffectsOptions, type EffectIds } from "./cron-effects";
 
@@ -148,9 +148,9 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         if (plan.unrecorded > 0) log.warn({ jobId: row.id, unrecorded: plan.unrecorded }, "cron job was far behind; passed slots beyond the record cap were counted, not written");
         for (const fire of plan.fires) {
           // Named before the insert, so the run row carries them from the start.
-          const ids: EffectIds = { deliveryId: randomUUID(), sessionId: randomUUID() };
+          const ids: EffectIds = { deliveryId: newRowId(), sessionId: randomUUID() };
           const run = {
-            id: randomUUID(),
+            id: newRowId(),
             jobId: row.id,
             slot: fire.slot,
             kind: job.payload.kind,
@@ -282,7 +282,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
           continue;
         }
         result.started += 1;
-        const ids = { deliveryId: randomUUID(), sessionId: randomUUID() };
+        const ids = { deliveryId: newRowId(), sessionId: randomUUID() };
         await startEffect(read.value, { id: run.id, slot: run.slot, attempt: run.attempt + 1, deliveryIds: run.deliveryIds }, ids, now, tx, after);
       }
     });

@@ -219,11 +219,12 @@ export class BackgroundTaskRepository {
 
   /** Running tasks that ended (stopped, timed out) while their child's run still holds its item: its abort may have been lost. */
   async endedButRunning(limit: number): Promise<TaskRef[]> {
-    // From the running items (the partial index of open lane items) to their tasks by key.
+    // From the running items (the partial index of unfinished lane items, which `done_at IS
+    // NULL` selects) to their tasks by key.
     return this.prisma.$queryRaw<TaskRef[]>`
       WITH running AS MATERIALIZED (
         SELECT ref_id FROM lane_items
-         WHERE kind = 'subagent_task' AND status = 'running' AND ref_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+         WHERE done_at IS NULL AND kind = 'subagent_task' AND status = 'running' AND ref_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
       )
       SELECT t.id::text AS id, t.parent_session_id::text AS "parentSessionId"
         FROM running r JOIN background_tasks t ON t.id = r.ref_id::uuid

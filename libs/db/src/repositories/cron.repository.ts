@@ -3,6 +3,7 @@ import type { CronPayload, CronRunStatus, CronSchedule } from "@nahida/contracts
 import type { PrismaClient, Tx } from "../database";
 import { Prisma, type CronJob, type CronRun } from "../generated/prisma/client";
 import { pgJson } from "../statements";
+import { newRowId } from "../ids";
 
 export interface NewCronJob {
   id?: string;
@@ -181,7 +182,7 @@ export class CronRepository {
    */
   async insertRuns(runs: readonly NewCronRun[], tx: Tx): Promise<Set<string>> {
     if (runs.length === 0) return new Set();
-    const rows = runs.map((r) => ({ ...r, id: r.id ?? randomUUID() }));
+    const rows = runs.map((r) => ({ ...r, id: r.id ?? newRowId() }));
     const inserted = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO cron_runs (id, job_id, slot, kind, status, manual, job_version, attempt, delivery_ids, session_id, error, retry_at, finished_at)
       SELECT id, job_id, slot, kind, status, manual, job_version, attempt, CASE WHEN delivery_id IS NULL THEN '{}'::text[] ELSE ARRAY[delivery_id::text] END,

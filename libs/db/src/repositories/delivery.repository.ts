@@ -1,9 +1,9 @@
-import { randomUUID } from "node:crypto";
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
 import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
 import { jsonbParam, pgJson, poolRows, queryPrepared, type FencedPart } from "../statements";
 import { Prisma, type Delivery } from "../generated/prisma/client";
+import { newRowId } from "../ids";
 
 export interface NewDelivery {
   /** The row's id; given by callers that name the delivery before their transaction commits. */
@@ -49,7 +49,7 @@ export class DeliveryRepository {
     // On its own (`POST /api/send`): one INSERT through pg, without Prisma's machinery.
     const [row] = await poolRows<PoolDelivery>(
       this.pool,
-      Prisma.sql`${insertDeliveries([{ ...input, id: input.id ?? randomUUID() }], Prisma.sql`true`)} RETURNING ${DELIVERY_COLUMNS}`,
+      Prisma.sql`${insertDeliveries([{ ...input, id: input.id ?? newRowId() }], Prisma.sql`true`)} RETURNING ${DELIVERY_COLUMNS}`,
     );
     return deliveryOf(row!);
   }

@@ -94,7 +94,7 @@ export class InboundMessageRepository {
          LIMIT 1
       ), inserted AS (
         INSERT INTO inbound_messages (id, channel, dedupe_key, platform_message_id, chat_address, message, raw, sent_at, routed_at)
-        SELECT gen_random_uuid(), ${message.channel}::text, ${input.dedupeKey}::text, ${message.messageId}::text, ${message.chat}::text,
+        SELECT nahida_uuid_v7(), ${message.channel}::text, ${input.dedupeKey}::text, ${message.messageId}::text, ${message.chat}::text,
                ${jsonbParam(body)}::jsonb, ${input.raw === undefined ? null : jsonbParam(input.raw)}::jsonb,
                ${new Date(message.timestamp)}::timestamptz, now()
          WHERE NOT EXISTS (SELECT 1 FROM legacy)

@@ -1,7 +1,8 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { storableJsonCut, wellFormed } from "@nahida/contracts";
 import type { PrismaClient } from "../database";
 import type { InboundQuarantine } from "../generated/prisma/client";
+import { newRowId } from "../ids";
 
 /** The longest raw event kept; a longer one is cut (its digest is of the whole). */
 const RAW_MAX_CHARS = 1_000_000;
@@ -26,7 +27,7 @@ export class InboundQuarantineRepository {
     // Cleaned and cut first: whatever it held, the text can be stored and stringified.
     const text = JSON.stringify(storableJsonCut(entry.raw)) ?? "null";
     const digest = createHash("sha256").update(text).digest("hex");
-    const id = randomUUID();
+    const id = newRowId();
     const rows = await this.prisma.$queryRaw<{ id: string; created: boolean }[]>`
       INSERT INTO inbound_quarantine (id, channel, account_id, reason, raw, raw_digest)
       VALUES (${id}::uuid, ${wellFormed(entry.channel)}, ${wellFormed(entry.accountId)}, ${wellFormed(entry.reason).slice(0, 2_000)}, ${text.slice(0, RAW_MAX_CHARS)}, ${digest})

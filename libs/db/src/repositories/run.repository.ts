@@ -78,7 +78,7 @@ export class RunRepository {
   async recentRuns(laneKey: string, limit: number): Promise<LaneRunSummary[]> {
     const { rows } = await this.pool.query<{ id: string; kind: string | null; status: string; started_at: Date; finished_at: Date | null }>(
       `SELECT r.id::text AS id, r.status, r.started_at, r.finished_at,
-              (SELECT li.kind FROM lane_items li WHERE li.run_id = r.id ORDER BY li.seq LIMIT 1) AS kind
+              (SELECT li.kind FROM lane_items li WHERE li.lane_key = r.lane_key AND li.run_id = r.id ORDER BY li.seq LIMIT 1) AS kind
          FROM lane_runs r WHERE r.lane_key = $1
         ORDER BY r.started_at DESC LIMIT $2`,
       [laneKey, limit],

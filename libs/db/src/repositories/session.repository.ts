@@ -63,6 +63,8 @@ export class SessionRepository {
    * current session.
    */
   async startChatSession(address: string, channel: string): Promise<{ chat: Chat; session: Session }> {
+    // Random, unlike the ledger's ids: a session is named by a prefix of its id (`/status`,
+    // the send policy's session_prefix), which a time-ordered id would share with its neighbours.
     const id = randomUUID();
     const [row] = await this.prisma.$queryRaw<ChatWithSession[]>`
       WITH s AS (

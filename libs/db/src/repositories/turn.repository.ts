@@ -99,7 +99,7 @@ function insertTurns(sessionId: string, turns: NewTurn[], condition: Prisma.Sql)
   }));
   return Prisma.sql`
     INSERT INTO turns (id, session_id, role, content, metadata, source, inbound_message_id, run_id)
-    SELECT gen_random_uuid(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
+    SELECT nahida_uuid_v7(), ${sessionId}::uuid, t.elem->>'role', t.elem->>'content', t.elem->'metadata', t.elem->>'source',
            (t.elem->>'inbound_message_id')::uuid, (t.elem->>'run_id')::uuid
       FROM jsonb_array_elements(${jsonbParam(rows)}::jsonb) WITH ORDINALITY AS t(elem, ord)
      WHERE ${condition}

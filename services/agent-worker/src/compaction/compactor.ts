@@ -1,6 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { CompactionReason, Turn } from "@nahida/db";
+import { newRowId, type CompactionReason, type Turn } from "@nahida/db";
 import { withSpan, type CompactionMetrics } from "@nahida/observability";
 import type { ChatMessage, LlmClient } from "../agent/llm.client";
 import type { ContextBuilder, RenderableTurn } from "../context/context-builder";
@@ -94,7 +93,7 @@ export function createCompactor(o: CompactorOptions) {
       return null;
     }
     const checkpoint = {
-      id: randomUUID(),
+      id: newRowId(),
       sessionId,
       // The turns this checkpoint summarized; its summary carries the previous checkpoint's.
       fromSeq: covered[0]!.seq,

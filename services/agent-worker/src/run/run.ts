@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { LaneMode, OutboundMessage, TriggerMode } from "@nahida/contracts";
-import type { Compaction, CompactionRepository, NewTurn, Turn, TurnRepository } from "@nahida/db";
+import { newRowId, type Compaction, type CompactionRepository, type NewTurn, type Turn, type TurnRepository } from "@nahida/db";
 import type { LaneRunContext } from "@nahida/lanes";
 import type { Logger } from "@nahida/observability";
 import type { OutboxRequest } from "@nahida/outbox";
@@ -111,7 +111,7 @@ export class Run {
   /** Starts a fresh session for the chat (`/new`) and returns its id. */
   rotateSession(): string {
     const chat = this.requireChat();
-    const sessionId = randomUUID();
+    const sessionId = randomUUID(); // random, as sessions' ids are (SessionRepository.startChatSession)
     this.uow.emit(rotateSessionEffect, { sessionId, address: chat.address, channel: chat.channel });
     return sessionId;
   }
@@ -161,7 +161,7 @@ export class Run {
 
   /** Queues a delivery (checked by the caller, or the run's own chat); returns its id. */
   deliver(request: Omit<OutboxRequest, "runId" | "deliveryId">): string {
-    const deliveryId = randomUUID();
+    const deliveryId = newRowId();
     this.uow.emit(deliverEffect, { ...request, runId: this.id, deliveryId });
     return deliveryId;
   }
@@ -196,7 +196,7 @@ export class Run {
         });
       case "session":
         this.uow.emit(sendEventEffect, {
-          id: randomUUID(),
+          id: newRowId(),
           sessionId: output.sessionId,
           source: `agent:${this.id}`,
           fromSessionId: route.sessionId,

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { err, ok, type BackgroundTask, type SubagentSpec } from "@nahida/contracts";
 import type { TaskLedger } from "@nahida/tasks";
 import { renderForkContext } from "../context/fork-context";
@@ -13,6 +13,7 @@ import { sendEventEffect } from "./effects/send-event.effect";
 import { taskLedgerEffect, taskLedgerState } from "./effects/task-ledger.effect";
 import type { Run } from "./run";
 import type { HeldEffects } from "./unit-of-work";
+import { newRowId } from "@nahida/db";
 
 export interface ToolOutboxOptions {
   outbox: Outbox;
@@ -78,7 +79,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
       : null;
   return {
     async send({ target, message, recordIn }) {
-      const request = { target, message, source, runId: run.id, deliveryId: randomUUID() };
+      const request = { target, message, source, runId: run.id, deliveryId: newRowId() };
       const checked = await o.outbox.check(request);
       if (!checked.ok) return checked;
       held.emit(deliverEffect, request);
@@ -99,7 +100,7 @@ export function createToolOutbox(o: ToolOutboxOptions, run: Run, sessionId: stri
     async sendEvent(event) {
       const refused = loopGuard();
       if (refused) return refused;
-      const id = randomUUID();
+      const id = newRowId();
       held.emit(sendEventEffect, { ...event, depth, id, source, fromSessionId: sessionId });
       return ok({ eventId: id });
     },

@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { IdParam, NahidaError, SessionEventAccepted, SessionEventList, SessionEventParams, SessionEventRequest, SessionEventView } from "@nahida/contracts";
-import type { SessionEventRepository } from "@nahida/db";
+import { newRowId, type SessionEventRepository } from "@nahida/db";
 import type { SessionEvents } from "@nahida/outbox";
 import { readErrorResponses, writeErrorResponses } from "../error-responses";
 import { sessionEventView } from "../views";
@@ -34,7 +33,7 @@ export const sessionEventRoutes: FastifyPluginAsyncZod<SessionEventRouteOptions>
     async (request, reply) => {
       if (!request.token) throw new NahidaError("unauthorized", "authentication required");
       const { message, mode } = request.body;
-      const id = randomUUID();
+      const id = newRowId();
       const sent = await sessionEvents.send({
         id,
         sessionId: request.params.id,

@@ -1,0 +1,98 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../../test/support/infra";
+import { LaneStore } from "./lane.store";
+
+/**
+ * A lane's statements must cost what that lane holds, whatever the rest of the ledger holds.
+ * On a large ledger the planner's statistics say no item is open (ANALYZE saw millions of
+ * finished ones), and while a backlog builds it sees no reason to think otherwise: a
+ * statement it could answer from the index of every lane's open items then reads all of
+ * them, three times per claim (bench:ledger found 850 read per claim during a burst). Each
+ * statement here runs with auto_explain, which sends its plan back as a notice, and the rows
+ * its scans read are counted.
+ */
+describe("LaneStore's statements read only their own lane (real Postgres)", () => {
+  let t: TestDatabase;
+  let explained: pg.Pool;
+  let store: LaneStore;
+  const plans: string[] = [];
+
+  /**
+   * The plans of the statements `fn` ran: per statement, the rows its scans read (what each
+   * returned, rows × loops, and what its filters removed) and the indexes it used.
+   */
+  const explain = async (fn: () => Promise<unknown>): Promise<{ rowsRead: number; indexes: string[] }[]> => {
+    plans.length = 0;
+    await fn();
+    const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+    return plans.map((plan) => ({
+      rowsRead:
+        sum([...plan.matchAll(/Scan[^\n]*actual rows=([\d.]+) loops=(\d+)/g)].map((m) => Number(m[1]) * Number(m[2]))) +
+        sum([...plan.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].map((m) => Number(m[1]))),
+      indexes: [...new Set([...plan.matchAll(/(?:Index (?:Only )?Scan using|Bitmap Index Scan on) (\w+)/g)].map((m) => m[1]!))],
+    }));
+  };
+
+  beforeAll(async () => {
+    t = await createTestDatabase("lane_plans");
+    const q = (sql: string) => t.db.pool.query(sql);
+    // A ledger of finished items, analyzed as such...
+    await q(`INSERT INTO lanes (key) SELECT 'old:' || g FROM generate_series(1, 200) g`);
+    await q(`INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, status, attempts, created_at, done_at)
+             SELECT gen_random_uuid(), 'old:' || (1 + g % 200), g, 'inbound', 'old-' || g, 'done', 1, now() - interval '2 days', now() - interval '2 days'
+               FROM generate_series(1, 50000) g`);
+    await q("VACUUM ANALYZE lane_items");
+    // ...then a backlog in other lanes that the statistics have not seen.
+    await q(`INSERT INTO lanes (key) SELECT 'busy:' || g FROM generate_series(1, 400) g`);
+    await q(`INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, created_at)
+             SELECT gen_random_uuid(), 'busy:' || (1 + g % 400), g, 'inbound', 'busy-' || g, now() FROM generate_series(1, 4000) g`);
+    // One connection, kept: auto_explain is loaded into that session (LOAD needs a superuser,
+    // as the test server's default user is).
+    explained = new pg.Pool({ connectionString: t.url, max: 1, idleTimeoutMillis: 0 });
+    explained.on("connect", (client) => {
+      client.on("notice", (notice) => {
+        if (notice.message?.includes("Buffers:")) plans.push(notice.message);
+      });
+    });
+    const client = await explained.connect();
+    await client.query("LOAD 'auto_explain'");
+    await client.query(
+      "SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_timing = off; SET auto_explain.log_level = notice",
+    );
+    client.release();
+    store = new LaneStore({ prisma: t.db.prisma, pool: explained });
+  });
+
+  afterAll(async () => {
+    await explained?.end();
+    await t?.drop();
+  });
+
+  it("a claim, a run's read, its commit and the look for more read their own lane, not the backlog", async () => {
+    const lane = "chat:telegram:private:1";
+    const appender = new LaneStore(t.db);
+    await appender.append(lane, { kind: "inbound", refId: "mine-1" });
+    const options = { workerId: "worker", maxBatchSize: 10, maxAttempts: 3 };
+
+    let claimed: Awaited<ReturnType<LaneStore["claimAndStart"]>> = null;
+    const [claim] = await explain(async () => (claimed = await store.claimAndStart(lane, "worker", 10_000, options)));
+    expect(claimed!.run!.items.map((i) => i.refId)).toEqual(["mine-1"]);
+    await appender.append(lane, { kind: "inbound", refId: "mine-2" });
+    const [read] = await explain(() => store.openItems(lane, 10));
+    const [commit] = await explain(() => store.commitStatement(claimed!.lease, claimed!.run!.runId, new Map(), [], 1n));
+    const [more] = await explain(() => store.hasOpenItems(lane));
+    for (const plan of [claim, read, commit, more]) {
+      expect(plan!.rowsRead).toBeGreaterThan(0);
+      expect(plan!.rowsRead).toBeLessThan(20);
+    }
+    expect((await t.db.prisma.laneItem.findFirstOrThrow({ where: { refId: "mine-1" } })).status).toBe("done");
+  });
+
+  it("the sweeper and the gauges read the index of unfinished items", async () => {
+    const [sweep] = await explain(() => store.strandedLanes(0, 500));
+    expect(sweep!.indexes).toContain("lane_items_unfinished_created_at_idx");
+    const [stats] = await explain(() => store.openItemStats());
+    expect(stats!.indexes).toContain("lane_items_unfinished_created_at_idx");
+  });
+});
