@@ -1,5 +1,5 @@
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { explainingPool } from "../../../test/support/explain";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/infra";
 import { LaneStore } from "./lane.store";
 
@@ -14,25 +14,9 @@ import { LaneStore } from "./lane.store";
  */
 describe("LaneStore's statements read only their own lane (real Postgres)", () => {
   let t: TestDatabase;
-  let explained: pg.Pool;
+  let explained: Awaited<ReturnType<typeof explainingPool>>;
   let store: LaneStore;
-  const plans: string[] = [];
-
-  /**
-   * The plans of the statements `fn` ran: per statement, the rows its scans read (what each
-   * returned, rows × loops, and what its filters removed) and the indexes it used.
-   */
-  const explain = async (fn: () => Promise<unknown>): Promise<{ rowsRead: number; indexes: string[] }[]> => {
-    plans.length = 0;
-    await fn();
-    const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
-    return plans.map((plan) => ({
-      rowsRead:
-        sum([...plan.matchAll(/Scan[^\n]*actual rows=([\d.]+) loops=(\d+)/g)].map((m) => Number(m[1]) * Number(m[2]))) +
-        sum([...plan.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].map((m) => Number(m[1]))),
-      indexes: [...new Set([...plan.matchAll(/(?:Index (?:Only )?Scan using|Bitmap Index Scan on) (\w+)/g)].map((m) => m[1]!))],
-    }));
-  };
+  const explain = (fn: () => Promise<unknown>) => explained.explain(fn);
 
   beforeAll(async () => {
     t = await createTestDatabase("lane_plans");
@@ -47,25 +31,12 @@ describe("LaneStore's statements read only their own lane (real Postgres)", () =
     await q(`INSERT INTO lanes (key) SELECT 'busy:' || g FROM generate_series(1, 400) g`);
     await q(`INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, created_at)
              SELECT gen_random_uuid(), 'busy:' || (1 + g % 400), g, 'inbound', 'busy-' || g, now() FROM generate_series(1, 4000) g`);
-    // One connection, kept: auto_explain is loaded into that session (LOAD needs a superuser,
-    // as the test server's default user is).
-    explained = new pg.Pool({ connectionString: t.url, max: 1, idleTimeoutMillis: 0 });
-    explained.on("connect", (client) => {
-      client.on("notice", (notice) => {
-        if (notice.message?.includes("Buffers:")) plans.push(notice.message);
-      });
-    });
-    const client = await explained.connect();
-    await client.query("LOAD 'auto_explain'");
-    await client.query(
-      "SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_timing = off; SET auto_explain.log_level = notice",
-    );
-    client.release();
-    store = new LaneStore({ prisma: t.db.prisma, pool: explained });
+    explained = await explainingPool(t.url);
+    store = new LaneStore({ prisma: t.db.prisma, pool: explained.pool });
   });
 
   afterAll(async () => {
-    await explained?.end();
+    await explained?.pool.end();
     await t?.drop();
   });
 

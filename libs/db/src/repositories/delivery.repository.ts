@@ -133,10 +133,15 @@ export class DeliveryRepository {
       WITH cur AS (
         SELECT id, status, target, seq, sent_parts, expires_at, updated_at, not_before FROM deliveries WHERE id = ${id}::uuid FOR UPDATE
       ), earlier AS (
-        SELECT count(*) > 0 AS waiting, max(e.not_before) AS not_before
-          FROM deliveries e, cur
-         WHERE e.target = cur.target AND e.seq < cur.seq AND e.status IN ('queued', 'sending')
-           AND (e.expires_at IS NULL OR e.expires_at > now())
+        -- Looked up from the row (LATERAL): by its chat and sequence number in the index of
+        -- unsent deliveries, not by a scan of every chat's unsent ones joined to it, which a
+        -- planner whose statistics say none are unsent would take.
+        SELECT x.waiting, x.not_before FROM cur, LATERAL (
+          SELECT count(*) > 0 AS waiting, max(e.not_before) AS not_before
+            FROM deliveries e
+           WHERE e.target = cur.target AND e.seq < cur.seq AND e.status IN ('queued', 'sending')
+             AND (e.expires_at IS NULL OR e.expires_at > now())
+        ) x
       ), verdict AS (
         SELECT cur.id, cur.target,
                CASE WHEN cur.status = 'sending' THEN cur.updated_at + ${staleAfterMs}::int * interval '1 millisecond'
