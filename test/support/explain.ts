@@ -1,5 +1,28 @@
 import pg from "pg";
 
+/**
+ * Rows a plan's scans read: what each scan returned and what its filters removed, per loop
+ * as EXPLAIN prints them, times its loops. CTE and subquery scans count too (a few rows).
+ */
+export function rowsRead(plan: string): number {
+  let total = 0;
+  let loops = 1;
+  for (const line of plan.split("\n")) {
+    const node = /actual rows=([\d.]+) loops=(\d+)/.exec(line);
+    if (node) {
+      loops = Number(node[2]);
+      if (/Scan/.test(line)) total += Number(node[1]) * loops;
+    }
+    const removed = /Rows Removed by (?:Filter|Join Filter|Index Recheck): (\d+)/.exec(line);
+    if (removed) total += Number(removed[1]) * loops;
+  }
+  return total;
+}
+
+function indexesOf(plan: string): string[] {
+  return [...new Set([...plan.matchAll(/(?:Index (?:Only )?Scan(?: Backward)? using|Bitmap Index Scan on) (\w+)/g)].map((m) => m[1]!))];
+}
+
 /** What one statement's plan read, from auto_explain's EXPLAIN (ANALYZE, BUFFERS) output. */
 export interface ReadPlan {
   /** Rows its scans read: what each returned (rows × loops) and what its filters removed. */
@@ -32,17 +55,10 @@ export async function explainingPool(url: string): Promise<{ pool: pg.Pool; expl
   } finally {
     client.release();
   }
-  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
   const explain = async (fn: () => Promise<unknown>): Promise<ReadPlan[]> => {
     plans.length = 0;
     await fn();
-    return plans.map((text) => ({
-      rowsRead:
-        sum([...text.matchAll(/Scan[^\n]*actual rows=([\d.]+) loops=(\d+)/g)].map((m) => Number(m[1]) * Number(m[2]))) +
-        sum([...text.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].map((m) => Number(m[1]))),
-      indexes: [...new Set([...text.matchAll(/(?:Index (?:Only )?Scan using|Bitmap Index Scan on) (\w+)/g)].map((m) => m[1]!))],
-      text,
-    }));
+    return plans.map((text) => ({ rowsRead: rowsRead(text), indexes: indexesOf(text), text }));
   };
   return { pool, explain };
 }

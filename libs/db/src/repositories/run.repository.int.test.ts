@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { explainingPool } from "../../../../test/support/explain";
 import { createTestDatabase, type TestDatabase } from "../../../../test/support/infra";
 import { RunRepository } from "./run.repository";
 import { SessionRepository, laneKeyForChat } from "./session.repository";
@@ -47,5 +48,22 @@ describe("RunRepository.readChatRun (real Postgres)", () => {
     expect(read.inbound.map((r) => r.id)).toEqual([inbound[1]!.id, inbound[0]!.id]);
     expect(read.inbound[0]).toMatchObject({ chatAddress: address, message: { text: "b" }, context: { chat: address } });
     expect(read.inbound[0]!.receivedAt).toBeInstanceOf(Date);
+  });
+  it("reads a long session's history backwards from its newest turn, the limit and no more", async () => {
+    const address = "telegram:private:1099";
+    const { session } = await sessions.startChatSession(address, "telegram");
+    // Turns are kept for good: a session of thousands, among other sessions' turns.
+    await t.db.pool.query(
+      `INSERT INTO turns (id, session_id, role, content) SELECT gen_random_uuid(), $1::uuid, 'user', 'old ' || g FROM generate_series(1, 3000) g`,
+      [session.id],
+    );
+    await t.db.pool.query("ANALYZE turns");
+    const explained = await explainingPool(t.url);
+    try {
+      const [plan] = await explained.explain(() => new RunRepository(explained.pool).readChatRun(address, [], 20));
+      expect(plan!.rowsRead, plan!.text).toBeLessThan(60);
+    } finally {
+      await explained.pool.end();
+    }
   });
 });

@@ -39,6 +39,11 @@ export class RunRepository {
    * The chat, its current session, the run's inbound messages, the session's newest
    * compaction checkpoint and the turns after its cut (at most `historyLimit`), in one statement. `seq` leaves as text (JSON has no bigint), so
    * the history is ordered by its number, not its text.
+   *
+   * The session is compared as a value (`= (SELECT current_session_id FROM c)`), not joined:
+   * the turns are then read backwards from the newest through the index on (session_id, seq),
+   * `historyLimit` of them. Joined, the planner may read every turn since the cut and sort
+   * them, or walk the index of every session's turns by seq, and turns are kept for good.
    */
   async readChatRun(address: string, inboundIds: readonly string[], historyLimit: number): Promise<ChatRunRead> {
     const { rows } = await queryPrepared<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; compaction: CompactionJson | null; history: TurnJson[] }>(
@@ -46,7 +51,7 @@ export class RunRepository {
       `WITH c AS (SELECT * FROM chats WHERE address = $1),
             k AS (SELECT k.id, k.session_id, k.from_seq::text AS from_seq, k.through_seq::text AS through_seq, k.covered_turns, k.summary, k.facts,
                          k.tokens_before, k.tokens_after, k.model, k.reason, k.run_id, k.created_at
-                    FROM session_compactions k JOIN c ON k.session_id = c.current_session_id
+                    FROM session_compactions k WHERE k.session_id = (SELECT current_session_id FROM c)
                    ORDER BY k.through_seq DESC LIMIT 1)
        SELECT (SELECT row_to_json(c) FROM c) AS chat,
               (SELECT row_to_json(k) FROM k) AS compaction,
@@ -56,8 +61,9 @@ export class RunRepository {
                  FROM inbound_messages m WHERE m.id = ANY($2::uuid[])) AS inbound,
               (SELECT coalesce(json_agg(row_to_json(t) ORDER BY t.seq::bigint), '[]'::json)
                  FROM (SELECT t.id, t.seq::text AS seq, t.session_id, t.role, t.content, t.metadata, t.source, t.inbound_message_id, t.run_id, t.created_at
-                         FROM turns t JOIN c ON t.session_id = c.current_session_id
-                        WHERE t.seq > coalesce((SELECT k.through_seq::bigint FROM k), 0)
+                         FROM turns t
+                        WHERE t.session_id = (SELECT current_session_id FROM c)
+                          AND t.seq > coalesce((SELECT k.through_seq::bigint FROM k), 0)
                         ORDER BY t.seq DESC LIMIT $3) t) AS history`,
       [address, inboundIds, historyLimit],
     );
