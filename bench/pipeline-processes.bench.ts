@@ -7,6 +7,9 @@
 // Statements are counted in a first, smaller run whose services reach Postgres through a
 // counting proxy per class; every timing comes from a second run connected directly, since a
 // proxy hop per statement on two cores would inflate latencies several times over.
+// With --databases, the timings run once per way of reaching Postgres (directly with
+// prepared statements, directly without, through PgBouncer in transaction mode), each
+// against the first.
 //   npm run bench:processes -- [--messages 2000] [--chats 500] [--ks 1,2,3] [--help]
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -18,6 +21,7 @@ import { migrate } from "@nahida/db";
 import { startFakeOpenAI } from "../test/fakes/openai.fake";
 import { startFakeTelegram } from "../test/fakes/telegram-bot-api.fake";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, uniqueName, waitFor } from "../test/support/infra";
+import { startPgBouncer, type PgBouncer } from "../test/support/pgbouncer";
 import { freePort } from "../test/support/ports";
 import { REPO_ROOT } from "../test/support/processes";
 import { startBareSendServer } from "./support/bare-send.server";
@@ -48,6 +52,10 @@ const HELP = `npm run bench:processes -- [options]
   --count-chats N      chats of the statement-counting run (default 200)
   --no-proxy           skip the statement-counting run
   --top N              statements listed per process class (default 8)
+  --databases LIST     ways of reaching Postgres to time, the first the baseline of the others
+                       (default direct): direct (prepared statements), unprepared (DATABASE_POOLER=
+                       transaction, still direct), pgbouncer (through PgBouncer 1.18 in transaction mode)
+  --pgbouncer-pool N   PgBouncer's server connections for the database (default 20)
   --prefill N          then fill the ledger with N rows (generate_series, 40 days old), burst
                        (first K) and pace (first rate) again on it, and pace once more while a
                        scheduler's retention janitor prunes them (default 0: no ledger phases)`;
@@ -70,6 +78,8 @@ const { values: args } = parseArgs({
     "no-proxy": { type: "boolean", default: false },
     top: { type: "string", default: "8" },
     prefill: { type: "string", default: "0" },
+    databases: { type: "string", default: "direct" },
+    "pgbouncer-pool": { type: "string", default: "20" },
     help: { type: "boolean", default: false },
   },
 });
@@ -98,6 +108,19 @@ const TOP = int("top");
 const COUNT_STATEMENTS = !args["no-proxy"];
 const COUNT_CHATS = Math.max(1, int("count-chats"));
 const PREFILL = int("prefill");
+const DATABASE_MODES = ["direct", "unprepared", "pgbouncer"] as const;
+type DatabaseMode = (typeof DATABASE_MODES)[number];
+const DATABASES = String(args.databases).split(",").map((m) => {
+  if (!(DATABASE_MODES as readonly string[]).includes(m)) throw new Error(`--databases: ${m} is not one of ${DATABASE_MODES.join(", ")}`);
+  return m as DatabaseMode;
+});
+const PGBOUNCER_POOL = Math.max(1, int("pgbouncer-pool"));
+if (PREFILL > 0 && DATABASES.length > 1) throw new Error("--prefill fills the ledger every later way would run on: give one --databases with it");
+const DATABASE_MODE_TEXT: Record<DatabaseMode, string> = {
+  direct: "directly, prepared statements",
+  unprepared: "directly, DATABASE_POOLER=transaction: no prepared statements",
+  pgbouncer: "through PgBouncer in transaction mode, DATABASE_POOLER=transaction",
+};
 /** Older than every default retention, so the janitor may prune all of it but the turns. */
 const PREFILL_AGE_DAYS = 40;
 
@@ -200,25 +223,28 @@ async function main(): Promise<void> {
     LOG_LEVEL: "info",
   };
 
+  let bouncer: PgBouncer | undefined;
   /**
    * One set of service processes. Each class connects as its own application_name (how the
    * Postgres backends' CPU is split by class) and, with `proxyPorts`, through its own counting proxy.
    */
-  const startTopology = (proxyPorts?: Record<ServiceClass, number>) => {
+  const startTopology = (proxyPorts?: Record<ServiceClass, number>, mode: DatabaseMode = "direct") => {
     const procs = new Map<ServiceClass, ServiceProcess[]>(SERVICE_CLASSES.map((c) => [c, []]));
     const databaseUrlFor = (cls: ServiceClass) => {
       const url = new URL(directUrl);
-      if (proxyPorts) {
+      const port = proxyPorts?.[cls] ?? (mode === "pgbouncer" ? bouncer?.port : undefined);
+      if (port !== undefined) {
         url.hostname = "127.0.0.1";
-        url.port = String(proxyPorts[cls]);
+        url.port = String(port);
       }
       url.searchParams.set("application_name", `${APPLICATION_PREFIX}${cls}`);
       return url.toString();
     };
+    const poolerEnv: Record<string, string> = mode === "direct" ? {} : { DATABASE_POOLER: "transaction", DATABASE_DIRECT_URL: directUrl.toString() };
     const start = async (cls: ServiceClass): Promise<ServiceProcess> => {
       const proc = await startServiceProcess(
         "services/launcher/src/main.ts",
-        { ...baseEnv, NAHIDA_SERVICES: LAUNCHER_SERVICE[cls], DATABASE_URL: databaseUrlFor(cls) },
+        { ...baseEnv, ...poolerEnv, NAHIDA_SERVICES: LAUNCHER_SERVICE[cls], DATABASE_URL: databaseUrlFor(cls) },
         { readyText: "nahida started", timeoutMs: 120_000 },
       );
       procs.get(cls)!.push(proc);
@@ -406,17 +432,20 @@ async function main(): Promise<void> {
     const self0 = processCpuMs(process.pid)!;
     const proxyPid = proxies?.child.pid;
     const proxy0 = proxyPid ? processCpuMs(proxyPid) ?? 0 : 0;
+    const bouncerPid = bouncer?.pid;
+    const bouncer0 = bouncerPid ? processCpuMs(bouncerPid) ?? 0 : 0;
     const redis0 = sumCpu(redisPids);
     const machine0 = machineBusyMs();
     const backends0 = await pgBackends();
-    const pgCpu = new Map<string, CpuOfProcessSet>();
-    const before = new Set(backends0.map((b) => b.pid));
+    const pgCpu = new CpuOfProcessSet(new Set(backends0.map((b) => b.pid)));
+    // A backend counts for the class it was first seen serving: behind PgBouncer one server
+    // connection serves every class in turn (PgBouncer sets each client's application_name).
+    const classOf = new Map<number, string>();
     const observe = (rows: { pid: number; application_name: string }[]) => {
       for (const row of rows) {
-        const cls = row.application_name.startsWith(APPLICATION_PREFIX) ? row.application_name.slice(APPLICATION_PREFIX.length) : "other";
-        if (!pgCpu.has(cls)) pgCpu.set(cls, new CpuOfProcessSet(before));
-        pgCpu.get(cls)!.observe([row.pid]);
+        if (!classOf.has(row.pid) && row.application_name.startsWith(APPLICATION_PREFIX)) classOf.set(row.pid, row.application_name.slice(APPLICATION_PREFIX.length));
       }
+      pgCpu.observe(rows.map((r) => r.pid));
     };
     observe(backends0);
     const statements0 = proxies ? await proxies.counts() : undefined;
@@ -444,10 +473,15 @@ async function main(): Promise<void> {
     const jobs = diffQueueCounts(jobs0, queueCounter.snapshot());
     const statements = proxies && statements0 ? diffStatementMaps(statements0, await proxies.counts()) : undefined;
     const cpuMs = new Map<string, number>([...classPids].map(([c, pids]) => [c, sumCpu(pids) - cpu0.get(c)!]));
-    const postgresByClass = new Map([...pgCpu].map(([c, set]) => [c, set.totalMs()]));
+    const postgresByClass = new Map<string, number>();
+    for (const [pid, ms] of pgCpu.byPid()) {
+      const cls = classOf.get(pid) ?? "other";
+      postgresByClass.set(cls, (postgresByClass.get(cls) ?? 0) + ms);
+    }
     cpuMs.set("postgres", [...postgresByClass.values()].reduce((a, b) => a + b, 0));
     cpuMs.set("bench", processCpuMs(process.pid)! - self0);
     if (proxyPid) cpuMs.set("proxy", (processCpuMs(proxyPid) ?? 0) - proxy0);
+    if (bouncerPid) cpuMs.set("pgbouncer", (processCpuMs(bouncerPid) ?? 0) - bouncer0);
     const redisCpuMs = sumCpu(redisPids) - redis0;
     const accounted = [...cpuMs.values()].reduce((a, b) => a + b, 0) + redisCpuMs;
     // The ingress wakes the lane of every message it stores (a job, or one absorbed by the
@@ -485,44 +519,74 @@ async function main(): Promise<void> {
     proxies = undefined;
   }
 
-  // ------------------------------------------------------------ timings, services on Postgres directly
-  log("timings (services connected to Postgres directly):");
-  const topology = startTopology();
-  await topology.start(KS[0] ?? 1);
-  const benchChats = chatsFrom(FIRST_CHAT, CHATS);
-  // Unmeasured: connections, JIT and Prisma's caches in the first processes.
-  await burst(100, chatsFrom(PREWARM_CHAT, 50));
-  const firstContact = await measure(topology, CHATS, () => burst(CHATS, benchChats));
-  log(`  first contact: ${CHATS} new chats, one message each: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
-
-  const bursts = new Map<number, BurstFigures>();
-  for (const k of KS) {
-    await topology.scaleTo(k);
-    if (WARMUP > 0) await burst(WARMUP, benchChats);
-    const m = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
-    bursts.set(k, m);
-    log(
-      `  burst K=${k}: ${MESSAGES} messages in ${(m.result.elapsedMs / 1000).toFixed(1)} s (posted in ${(m.result.postedMs / 1000).toFixed(1)} s): ` +
-        `${throughput(m)} msgs/s, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
-    );
-  }
-
-  await topology.scaleTo(PACED_K);
-  const pacedRuns = new Map<number, PacedFigures>();
-  if (WARMUP > 0) await burst(WARMUP, benchChats);
-  for (const rate of PACED_RATES) {
-    const count = Math.max(1, Math.round(rate * PACED_SECONDS));
-    const m = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
-    pacedRuns.set(rate, m);
-    log(
-      `  paced ${rate}/s K=${PACED_K}: ${count} messages, p50 ${percentile(m.result.latencies, 50)} ms, p99 ${percentile(m.result.latencies, 99)} ms, ` +
-        `max ${m.result.latencies.at(-1)} ms, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
-    );
-  }
-
-  // ------------------------------------------------------------ the same on a full ledger, and during a prune
+  // ------------------------------------------------------------ timings, services without proxies, per way of reaching Postgres
+  const timed = new Map<DatabaseMode, TimedFigures>();
   let ledger: LedgerFigures | undefined;
-  if (PREFILL > 0) {
+  let topology: Topology | undefined;
+  for (const [i, mode] of DATABASES.entries()) {
+    log(`timings (services connected to Postgres ${DATABASE_MODE_TEXT[mode]}):`);
+    if (mode === "pgbouncer" && !bouncer) {
+      bouncer = await startPgBouncer({ poolMode: "transaction", defaultPoolSize: PGBOUNCER_POOL });
+      const started = bouncer;
+      cleanups.push(() => started.close());
+    }
+    // The services of the way before are stopped; the last ones stay for the bare route's deliveries.
+    await topology?.stop();
+    topology = startTopology(undefined, mode);
+    // Each way's chats are new to it: its first contact is one.
+    const figures = await timings(topology, chatsFrom(FIRST_CHAT + i * 100_000, CHATS), chatsFrom(PREWARM_CHAT + i * 100_000, 50));
+    timed.set(mode, figures);
+    if (i === 0 && PREFILL > 0) ledger = await onFullLedger(topology, figures);
+
+    await apiLoad(sendUrl, auth, Math.min(200, API_REQUESTS), "warm-up");
+    await drainDeliveries();
+    const api = await measure(topology, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false);
+    await drainDeliveries();
+    log(`  POST /api/send: ${describeLoad(api.result)}, gateway CPU ${fmt((api.cpuMs.get("gateway") ?? 0) / API_REQUESTS, 2)} ms/request`);
+    figures.api = api;
+  }
+  const baseline = timed.get(DATABASES[0]!)!;
+  const { firstContact, bursts, pacedRuns } = baseline;
+  const api = baseline.api!;
+
+  /** First contact, a burst per K and the paced rates, on one set of services. */
+  async function timings(topology: Topology, benchChats: number[], prewarmChats: number[]): Promise<TimedFigures> {
+    await topology.start(KS[0] ?? 1);
+    // Unmeasured: connections, JIT and Prisma's caches in the first processes.
+    await burst(100, prewarmChats);
+    const firstContact = await measure(topology, CHATS, () => burst(CHATS, benchChats));
+    log(`  first contact: ${CHATS} new chats, one message each: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
+
+    const bursts = new Map<number, BurstFigures>();
+    for (const k of KS) {
+      await topology.scaleTo(k);
+      if (WARMUP > 0) await burst(WARMUP, benchChats);
+      const m = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
+      bursts.set(k, m);
+      log(
+        `  burst K=${k}: ${MESSAGES} messages in ${(m.result.elapsedMs / 1000).toFixed(1)} s (posted in ${(m.result.postedMs / 1000).toFixed(1)} s): ` +
+          `${throughput(m)} msgs/s, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
+      );
+    }
+
+    await topology.scaleTo(PACED_K);
+    const pacedRuns = new Map<number, PacedFigures>();
+    if (WARMUP > 0) await burst(WARMUP, benchChats);
+    for (const rate of PACED_RATES) {
+      const count = Math.max(1, Math.round(rate * PACED_SECONDS));
+      const m = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
+      pacedRuns.set(rate, m);
+      log(
+        `  paced ${rate}/s K=${PACED_K}: ${count} messages, p50 ${percentile(m.result.latencies, 50)} ms, p99 ${percentile(m.result.latencies, 99)} ms, ` +
+          `max ${m.result.latencies.at(-1)} ms, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
+      );
+    }
+    return { firstContact, bursts, pacedRuns, benchChats };
+  }
+
+  /** The same on a full ledger, and during a prune. */
+  async function onFullLedger(topology: Topology, empty: TimedFigures): Promise<LedgerFigures> {
+    const { bursts, pacedRuns, benchChats } = empty;
     log(`ledger: ${PREFILL} rows, ${PREFILL_AGE_DAYS} days old and older:`);
     const filled = await prefillLedger(direct, { rows: PREFILL, ageDays: PREFILL_AGE_DAYS, log });
     log(`  prefilled ${filled.rows} rows in ${(filled.ms / 1000).toFixed(0)} s: ${(filled.bytes / 2 ** 30).toFixed(2)} GiB with indexes`);
@@ -565,14 +629,8 @@ async function main(): Promise<void> {
     );
     await scheduler.stop();
     running.delete(scheduler);
-    ledger = { filled, k, rate, emptyBurst: bursts.get(k)!, fullBurst, emptyPaced: pacedRuns.get(rate)!, fullPaced, prunePaced, prunedPerSecond };
+    return { filled, k, rate, emptyBurst: bursts.get(k)!, fullBurst, emptyPaced: pacedRuns.get(rate)!, fullPaced, prunePaced, prunedPerSecond };
   }
-
-  await apiLoad(sendUrl, auth, Math.min(200, API_REQUESTS), "warm-up");
-  await drainDeliveries();
-  const api = await measure(topology, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false);
-  await drainDeliveries();
-  log(`  POST /api/send: ${describeLoad(api.result)}, gateway CPU ${fmt((api.cpuMs.get("gateway") ?? 0) / API_REQUESTS, 2)} ms/request`);
 
   const bare = args["bare-in-bench"]
     ? await startBareSendServer({ databaseUrl: directUrl.toString(), redisUrl: TEST_REDIS_URL, prefix })
@@ -586,6 +644,7 @@ async function main(): Promise<void> {
   log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}`);
 
   printSummary({ rawBurst, rawPaced, counted, firstContact, bursts, pacedRuns, api, bareRun });
+  if (timed.size > 1) printDatabaseModes(timed);
   if (ledger) {
     printLedger(ledger);
     printStatementTimes(ledger.emptyBurst, ledger.fullBurst);
@@ -659,6 +718,14 @@ function printStatementTimes(empty: PhaseFigures, full: PhaseFigures): void {
 
 type BurstFigures = PhaseFigures & { result: { elapsedMs: number; postedMs: number } };
 type PacedFigures = PhaseFigures & { result: { latencies: number[] } };
+/** One way of reaching Postgres: its timings, on chats of its own. */
+interface TimedFigures {
+  firstContact: PhaseFigures;
+  bursts: Map<number, BurstFigures>;
+  pacedRuns: Map<number, PacedFigures>;
+  api?: PhaseFigures & { result: LoadResult };
+  benchChats: number[];
+}
 interface CountedFigures {
   firstContact: PhaseFigures;
   steady: PhaseFigures;
@@ -681,6 +748,33 @@ interface LedgerFigures {
 /** Postgres CPU per message of the services' own backends (the janitor's excluded). */
 function postgresPerMessage(m: PhaseFigures): number {
   return [...m.postgresByClass].filter(([c]) => (SERVICE_CLASSES as readonly string[]).includes(c)).reduce((sum, [, ms]) => sum + ms, 0) / m.messages;
+}
+
+/** Each way of reaching Postgres against the first (--databases). */
+function printDatabaseModes(timed: Map<DatabaseMode, TimedFigures>): void {
+  const [baseMode, base] = [...timed][0]!;
+  const rows: string[][] = [];
+  const ratio = (now: number, then: number) => (then > 0 ? `${fmt(now / then, 2)} ×` : "n/a");
+  for (const [mode, t] of timed) {
+    const cells = (now: number, then: number, digits = 0) => (mode === baseMode ? fmt(now, digits) : `${fmt(now, digits)} (${ratio(now, then)})`);
+    for (const [k, m] of t.bursts) {
+      const b = base.bursts.get(k)!;
+      rows.push([mode, `burst K=${k}`, `${cells(Number(throughput(m)), Number(throughput(b)))} msgs/s`, `${cells(totalCpuPerMessage(m), totalCpuPerMessage(b), 2)} ms`, `${cells(postgresPerMessage(m), postgresPerMessage(b), 2)} ms`, fmt((m.cpuMs.get("pgbouncer") ?? 0) / m.messages, 2)]);
+    }
+    for (const [rate, m] of t.pacedRuns) {
+      const b = base.pacedRuns.get(rate)!;
+      const p = (x: PacedFigures, q: number) => percentile(x.result.latencies, q);
+      rows.push([mode, `paced ${rate}/s K=${PACED_K}`, `p50 ${cells(p(m, 50), p(b, 50))} ms, p99 ${cells(p(m, 99), p(b, 99))} ms`, `${cells(totalCpuPerMessage(m), totalCpuPerMessage(b), 2)} ms`, `${cells(postgresPerMessage(m), postgresPerMessage(b), 2)} ms`, fmt((m.cpuMs.get("pgbouncer") ?? 0) / m.messages, 2)]);
+    }
+    if (t.api && base.api) {
+      rows.push([mode, "POST /api/send", `${cells(t.api.result.requestsPerSecond, base.api.result.requestsPerSecond)} req/s, p99 ${fmt(t.api.result.p99Ms)} ms`, `${cells(totalCpuPerMessage(t.api), totalCpuPerMessage(base.api), 2)} ms`, `${cells(postgresPerMessage(t.api), postgresPerMessage(base.api), 2)} ms`, fmt((t.api.cpuMs.get("pgbouncer") ?? 0) / t.api.messages, 2)]);
+    }
+  }
+  log("");
+  log(`ways of reaching Postgres, each against ${baseMode} (same run):`);
+  log("| database | phase | throughput or latency | CPU per message, all processes | Postgres CPU per message | PgBouncer CPU per message (ms) |");
+  log("|---|---|---|---|---|---|");
+  for (const r of rows) log(`| ${r.join(" | ")} |`);
 }
 
 function printLedger(l: LedgerFigures): void {

@@ -60,8 +60,13 @@ export class CpuOfProcessSet {
 
   totalMs(): number {
     let sum = 0;
-    for (const [pid, last] of this.last) sum += last - (this.first.get(pid) ?? last);
+    for (const ms of this.byPid().values()) sum += ms;
     return sum;
+  }
+
+  /** Each observed process's CPU over the observation, ms. */
+  byPid(): Map<number, number> {
+    return new Map([...this.last].map(([pid, last]) => [pid, last - (this.first.get(pid) ?? last)]));
   }
 }
 

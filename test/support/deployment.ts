@@ -16,6 +16,11 @@ export type Role = "gateway" | "ingress-telegram" | "ingress-milky" | "agent-wor
 export interface DeploymentOptions {
   /** Run the built JavaScript (`node dist/nahida.js`, built beforehand) instead of the sources through tsx. */
   built?: boolean;
+  /**
+   * Reach Postgres through a pooler in transaction mode: DATABASE_URL is `url(the database)`
+   * with DATABASE_POOLER=transaction, and migrations go to the database directly.
+   */
+  transactionPooler?: { urlOf(directUrl: string): string };
 }
 
 export interface Replica {
@@ -66,7 +71,9 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
   const crashes: string[] = [];
   const starting = new Map<Role, Promise<unknown>>();
   const baseEnv = {
-    DATABASE_URL: t.url,
+    ...(options.transactionPooler
+      ? { DATABASE_URL: options.transactionPooler.urlOf(t.url), DATABASE_DIRECT_URL: t.url, DATABASE_POOLER: "transaction" }
+      : { DATABASE_URL: t.url }),
     REDIS_URL: TEST_REDIS_URL,
     NAHIDA_QUEUE_PREFIX: prefix,
     TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,

@@ -52,6 +52,18 @@ export const baseEnvSchema = z.object({
   DATABASE_URL: urlWithProtocols(["postgres:", "postgresql:"], "postgresql://user@host:5432/nahida").default(
     "postgresql://postgres@127.0.0.1:5432/nahida",
   ),
+  /**
+   * Postgres for migrations only (creating the database, the migration lock held across
+   * statements, `CREATE INDEX CONCURRENTLY`): Postgres itself, never a transaction pooler.
+   * Default: DATABASE_URL. Required with DATABASE_POOLER=transaction (Prisma's `directUrl`).
+   */
+  DATABASE_DIRECT_URL: urlWithProtocols(["postgres:", "postgresql:"], "postgresql://user@host:5432/nahida").optional(),
+  /**
+   * `transaction` when DATABASE_URL is a pooler in transaction mode (PgBouncer
+   * `pool_mode = transaction`, any version): no named prepared statements, no startup
+   * options. Default `none`: Postgres itself or a pooler in session mode.
+   */
+  DATABASE_POOLER: z.enum(["none", "transaction"]).default("none"),
   REDIS_URL: urlWithProtocols(["redis:", "rediss:"], "redis://127.0.0.1:6379").default("redis://127.0.0.1:6379"),
   NAHIDA_QUEUE_PREFIX: z
     .string()

@@ -2,6 +2,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
 import { listMigrationNames, pendingMigrations } from "./migrations/migration-runner";
+import { hotStatements, type HotStatements } from "./statements";
 
 export type { PrismaClient };
 export type Tx = Omit<PrismaClient, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
@@ -12,24 +13,38 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Called when an idle pooled connection fails (server restart); the pool replaces it. */
   onPoolError?: (error: Error) => void;
+  /**
+   * What sits between this process and Postgres. `transaction`: a pooler in transaction
+   * mode (PgBouncer), which hands each transaction to any server connection and refuses
+   * startup options: no named statements, no `-c TimeZone=UTC` (the pooler's sessions must
+   * be UTC already; {@link checkSessionTimeZone}). Default `none`: Postgres itself or a
+   * pooler in session mode.
+   */
+  pooler?: DatabasePooler;
 }
+
+export type DatabasePooler = "none" | "transaction";
 
 export interface Database {
   prisma: PrismaClient;
   pool: pg.Pool;
+  /** The per-message path's statements, on `pool` (prepared unless a transaction pooler forbids it). */
+  statements: HotStatements;
   /** Postgres answers and every migration on disk is applied. */
   checkReady(): Promise<{ ok: true } | { ok: false; reason: string }>;
   close(): Promise<void>;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
+  const transactionPooler = options.pooler === "transaction";
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
     // The driver adapter sends and reads timestamps as UTC wall time; a server or role with
     // another TimeZone would shift every instant compared with now() (expiry, ordering).
-    options: "-c TimeZone=UTC",
+    // A transaction pooler refuses the option (PgBouncer: "unsupported startup parameter").
+    ...(transactionPooler ? {} : { options: "-c TimeZone=UTC" }),
   });
   // Without a listener an idle client's error would crash the process.
   pool.on("error", options.onPoolError ?? (() => undefined));
@@ -47,6 +62,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   return {
     prisma,
     pool,
+    statements: hotStatements(pool, { prepared: !transactionPooler }),
     async checkReady() {
       let expected: string[];
       try {
@@ -68,6 +84,22 @@ export function createDatabase(options: DatabaseOptions): Database {
       await pool.end().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Null when this connection's session keeps time in UTC, else its TimeZone. Behind a
+ * transaction pooler the services cannot set it themselves (no startup options, and a
+ * session-level SET would stay on a server connection other clients share): the pooler's
+ * database entry (`timezone=UTC` in PgBouncer) or the database's own setting must.
+ */
+export async function checkSessionTimeZone(pool: pg.Pool): Promise<string | null> {
+  // UTC by its offsets in winter and summer, whatever the zone is called (UTC, Etc/UTC, Zulu).
+  const { rows } = await pool.query<{ zone: string; utc: boolean }>(
+    `SELECT current_setting('TimeZone') AS zone,
+            timestamptz '2000-01-01 00:00Z' AT TIME ZONE current_setting('TimeZone') = timestamp '2000-01-01 00:00'
+        AND timestamptz '2000-07-01 00:00Z' AT TIME ZONE current_setting('TimeZone') = timestamp '2000-07-01 00:00' AS utc`,
+  );
+  return rows[0]!.utc ? null : rows[0]!.zone;
 }
 
 /**

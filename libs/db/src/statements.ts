@@ -29,42 +29,66 @@ export function jsonbParam(value: unknown): string {
   return JSON.stringify(pgJson(value));
 }
 
-const names = new Map<string, string>();
 /** Texts are a few fixed shapes per statement; past this many the rest run unnamed. */
 const MAX_NAMES = 1_000;
 
 /**
- * Runs a hot statement as a named (server-side prepared) query: each connection parses it
- * once, and Postgres may keep a generic plan instead of planning the CTEs on every call. The
- * name is the text's hash, so one name never stands for two texts. A migration that changes
- * a result column's type leaves connections whose plan no longer fits ("cached plan must
- * not change result type"): such a connection is dropped and the statement runs once more,
- * unnamed. (A pooler in transaction mode must support prepared statements, as PgBouncer
- * does from 1.21 with `max_prepared_statements`.)
+ * The per-message path's way to Postgres (docs/data-access.md): statements built by the
+ * repositories, run on the pool without Prisma's query machinery.
  */
-export async function queryPrepared<T extends object>(pool: pg.Pool, text: string, values: readonly unknown[]): Promise<pg.QueryResult<T>> {
-  let name = names.get(text);
-  if (name === undefined && names.size < MAX_NAMES) {
-    name = `n_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
-    names.set(text, name);
-  }
-  if (name === undefined) return pool.query<T>(text, [...values]);
-  const client = await pool.connect();
-  try {
-    const result = await client.query<T>({ name, text, values: [...values] });
-    client.release();
-    return result;
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    // 0A000: the plan's result type changed; 26000: the statement is gone on the server.
-    const stale = code === "0A000" || code === "26000";
-    client.release(stale ? (error as Error) : undefined);
-    if (!stale) throw error;
-    return pool.query<T>(text, [...values]);
-  }
+export interface HotStatements {
+  query<T extends object>(text: string, values: readonly unknown[]): Promise<pg.QueryResult<T>>;
+  /** Runs a Prisma-built statement; its parameters stay bound. */
+  rows<T extends object>(statement: Prisma.Sql): Promise<T[]>;
 }
 
-/** Runs a Prisma-built statement on the pg pool: the hot statements skip Prisma's query machinery (docs/data-access.md). */
-export async function poolRows<T extends object>(pool: pg.Pool, statement: Prisma.Sql): Promise<T[]> {
-  return (await queryPrepared<T>(pool, statement.text, statement.values)).rows;
+export interface HotStatementsOptions {
+  /**
+   * Named (server-side prepared) statements. Off behind a pooler in transaction mode
+   * (PgBouncer 1.18): consecutive transactions of one client land on different server
+   * connections, where a name prepared on another does not exist.
+   */
+  prepared: boolean;
+}
+
+/**
+ * With `prepared`, each statement runs as a named query: each connection parses it once,
+ * and Postgres may keep a generic plan instead of planning the CTEs on every call. The name
+ * is the text's hash, so one name never stands for two texts. A migration that changes a
+ * result column's type leaves connections whose plan no longer fits ("cached plan must not
+ * change result type"): such a connection is dropped and the statement runs once more,
+ * unnamed. Without, every statement is sent unnamed (parsed and planned each time).
+ */
+export function hotStatements(pool: pg.Pool, options: HotStatementsOptions): HotStatements {
+  const names = new Map<string, string>();
+  const nameOf = (text: string): string | undefined => {
+    if (!options.prepared) return undefined;
+    let name = names.get(text);
+    if (name === undefined && names.size < MAX_NAMES) {
+      name = `n_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
+      names.set(text, name);
+    }
+    return name;
+  };
+  async function query<T extends object>(text: string, values: readonly unknown[]): Promise<pg.QueryResult<T>> {
+    const name = nameOf(text);
+    if (name === undefined) return pool.query<T>(text, [...values]);
+    const client = await pool.connect();
+    try {
+      const result = await client.query<T>({ name, text, values: [...values] });
+      client.release();
+      return result;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      // 0A000: the plan's result type changed; 26000: the statement is gone on the server.
+      const stale = code === "0A000" || code === "26000";
+      client.release(stale ? (error as Error) : undefined);
+      if (!stale) throw error;
+      return pool.query<T>(text, [...values]);
+    }
+  }
+  return {
+    query,
+    rows: async <T extends object>(statement: Prisma.Sql) => (await query<T>(statement.text, statement.values)).rows,
+  };
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { explainingPool } from "../../../test/support/explain";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/infra";
+import { hotStatements } from "@nahida/db";
 import { LaneStore } from "./lane.store";
 
 /**
@@ -34,7 +35,7 @@ describe("LaneStore's statements read only their own lane (real Postgres)", () =
     await q(`INSERT INTO lane_items (id, lane_key, seq, kind, ref_id, created_at)
              SELECT gen_random_uuid(), 'busy:' || (1 + g % 400), g, 'inbound', 'busy-' || g, now() FROM generate_series(1, 4000) g`);
     explained = await explainingPool(t.url);
-    store = new LaneStore({ prisma: t.db.prisma, pool: explained.pool });
+    store = new LaneStore({ prisma: t.db.prisma, pool: explained.pool, statements: hotStatements(explained.pool, { prepared: true }) });
   });
 
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Prisma, laneAppendCtes, newRowId, poolRows, queryPrepared, type Database, type FencedPart, type Tx } from "@nahida/db";
+import { Prisma, laneAppendCtes, newRowId, type Database, type FencedPart, type Tx } from "@nahida/db";
 import { LaneMode } from "@nahida/contracts";
 import { currentTraceparent } from "@nahida/observability";
 
@@ -66,7 +66,7 @@ function runItems(laneKey: string, runId: string): Prisma.Sql {
 }
 
 /** The two handles the store needs: Prisma for transactions shared with handlers, pg for the rest. */
-export type LaneDatabase = Pick<Database, "prisma" | "pool">;
+export type LaneDatabase = Pick<Database, "prisma" | "pool" | "statements">;
 
 /**
  * Postgres side of session lanes: per-lane sequence numbers, a fenced lease, and run
@@ -80,10 +80,12 @@ export type LaneDatabase = Pick<Database, "prisma" | "pool">;
 export class LaneStore {
   private readonly prisma: LaneDatabase["prisma"];
   private readonly pool: LaneDatabase["pool"];
+  private readonly statements: LaneDatabase["statements"];
 
   constructor(db: LaneDatabase) {
     this.prisma = db.prisma;
     this.pool = db.pool;
+    this.statements = db.statements;
   }
 
   /**
@@ -98,7 +100,7 @@ export class LaneStore {
       SELECT id, seq FROM item`;
     const select = Prisma.sql`SELECT id::text AS id, seq FROM lane_items WHERE kind = ${item.kind} AND ref_id = ${item.refId}`;
     const query = async (statement: Prisma.Sql) =>
-      tx ? tx.$queryRaw<{ id: string; seq: bigint }[]>(statement) : (await poolRows<{ id: string; seq: string }>(this.pool, statement)).map((r) => ({ id: r.id, seq: BigInt(r.seq) }));
+      tx ? tx.$queryRaw<{ id: string; seq: bigint }[]>(statement) : (await this.statements.rows<{ id: string; seq: string }>(statement)).map((r) => ({ id: r.id, seq: BigInt(r.seq) }));
     const inserted = await query(insert);
     if (inserted[0]) return { itemId: inserted[0].id, seq: BigInt(inserted[0].seq), created: true };
     const existing = await query(select);
@@ -110,7 +112,7 @@ export class LaneStore {
   /** Takes the lane's lease if it is free, expired, and not in retry backoff. */
   async tryClaim(laneKey: string, owner: string, leaseMs: number): Promise<Lease | null> {
     const token = randomUUID();
-    const { rows } = await queryPrepared<{ mode: string }>(this.pool, `${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]);
+    const { rows } = await this.statements.query<{ mode: string }>(`${CLAIM_LANE} RETURNING mode`, [laneKey, owner, token, leaseMs]);
     const row = rows[0];
     if (!row) return null;
     const mode = LaneMode.safeParse(row.mode);
@@ -131,14 +133,12 @@ export class LaneStore {
   ): Promise<{ lease: Lease; run: { runId: string; items: LaneItemRow[] } | null; abandoned: string[] } | null> {
     const token = randomUUID();
     const runId = newRowId();
-    const { rows } = await queryPrepared<{
+    const { rows } = await this.statements.query<{
       mode: string | null;
       run_id: string | null;
       items: { id: string; seq: string; kind: string; refId: string; attempts: number; traceparent: string | null }[];
       abandoned: string[];
-    }>(
-      this.pool,
-        `WITH lane AS (${CLAIM_LANE} RETURNING key, mode
+    }>(`WITH lane AS (${CLAIM_LANE} RETURNING key, mode
        ), open AS (
          SELECT i.id, i.seq, i.kind, i.ref_id, i.run_id, i.attempts, i.traceparent
            FROM lane_items i JOIN lane ON i.lane_key = lane.key
@@ -219,9 +219,7 @@ export class LaneStore {
    * for its wake.
    */
   async releaseIfCaughtUp(lease: Lease, lastSeq: bigint): Promise<boolean> {
-    const { rowCount } = await queryPrepared(
-      this.pool,
-      `UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+    const { rowCount } = await this.statements.query(`UPDATE lanes SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
       WHERE key = $1 AND lease_token = $2::uuid AND last_seq = $3`,
       [lease.laneKey, lease.token, lastSeq.toString()],
     );
@@ -230,9 +228,7 @@ export class LaneStore {
 
   /** Open items in arrival order. `running` ones belong to a run whose worker died. */
   async openItems(laneKey: string, limit: number): Promise<LaneItemRow[]> {
-    const { rows } = await queryPrepared<Omit<LaneItemRow, "seq"> & { seq: string }>(
-      this.pool,
-      `SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
+    const { rows } = await this.statements.query<Omit<LaneItemRow, "seq"> & { seq: string }>(`SELECT id::text AS id, seq, kind, ref_id AS "refId", status, run_id::text AS "runId", attempts, traceparent
        FROM lane_items
       WHERE lane_key = $1 AND status IN ('pending', 'running')
       ORDER BY seq
@@ -247,9 +243,7 @@ export class LaneStore {
    * both read the partial index of unfinished items (`done_at IS NULL`); the count stops at `cap`.
    */
   async openItemStats(cap = 100_000): Promise<{ count: number; oldestCreatedAt: Date | null }> {
-    const { rows } = await queryPrepared<{ count: number; oldest: Date | null }>(
-      this.pool,
-      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE done_at IS NULL LIMIT $1) AS open) AS count,
+    const { rows } = await this.statements.query<{ count: number; oldest: Date | null }>(`SELECT (SELECT count(*)::int FROM (SELECT 1 FROM lane_items WHERE done_at IS NULL LIMIT $1) AS open) AS count,
             (SELECT min(created_at) FROM lane_items WHERE done_at IS NULL) AS oldest`,
       [cap],
     );
@@ -322,7 +316,7 @@ export class LaneStore {
     const statement = Prisma.sql`
       WITH ${Prisma.join(ctes, ",\n")}
       SELECT ${fence} AS held, EXISTS (SELECT 1 FROM released) AS released`;
-    const { rows } = await queryPrepared<{ held: boolean; released: boolean }>(this.pool, statement.text, statement.values);
+    const { rows } = await this.statements.query<{ held: boolean; released: boolean }>(statement.text, statement.values);
     if (!rows[0]?.held) throw new LeaseLostError(lease.laneKey);
     return { released: rows[0].released };
   }
@@ -335,9 +329,7 @@ export class LaneStore {
     const runId = newRowId();
     const ids = items.map((i) => i.id);
     const staleRuns = [...new Set(items.map((i) => i.runId).filter((r): r is string => r !== null))];
-    const { rows } = await queryPrepared<{ started: number }>(
-      this.pool,
-      `WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
+    const { rows } = await this.statements.query<{ started: number }>(`WITH held AS (SELECT key FROM lanes WHERE key = $1 AND lease_token = $2::uuid FOR UPDATE),
           lost AS (UPDATE lane_runs SET status = 'lost', finished_at = now()
                     WHERE id = ANY($3::uuid[]) AND status = 'running' AND EXISTS (SELECT 1 FROM held)),
           run AS (INSERT INTO lane_runs (id, lane_key, worker_id, status, item_count)
@@ -418,9 +410,7 @@ export class LaneStore {
    * statement of one lane implies, so those never take the index for theirs.
    */
   async strandedLanes(graceMs: number, limit: number): Promise<string[]> {
-    const { rows } = await queryPrepared<{ key: string }>(
-      this.pool,
-      `SELECT l.key FROM lanes l
+    const { rows } = await this.statements.query<{ key: string }>(`SELECT l.key FROM lanes l
       WHERE l.key IN (
               SELECT DISTINCT lane_key FROM lane_items
                WHERE done_at IS NULL
@@ -439,6 +429,6 @@ export class LaneStore {
       INSERT INTO lanes (key, mode, updated_at) VALUES (${laneKey}, ${mode}, now())
       ON CONFLICT (key) DO UPDATE SET mode = EXCLUDED.mode, updated_at = now()`;
     if (tx) await tx.$executeRaw(statement);
-    else await poolRows(this.pool, statement);
+    else await this.statements.rows(statement);
   }
 }

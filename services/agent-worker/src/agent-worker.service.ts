@@ -25,7 +25,7 @@ import { ScopeReader } from "./run/run-scope";
 import type { SubagentLimits } from "./run/tool-outbox";
 
 export interface AgentWorkerOptions {
-  db: Pick<Database, "prisma" | "pool">;
+  db: Pick<Database, "prisma" | "pool" | "statements">;
   repositories: Pick<Repositories, "inbound" | "sessions" | "turns" | "cron" | "events" | "runs" | "tasks" | "compactions">;
   /** Replies and tools' sends go through it. */
   outbox: Outbox;

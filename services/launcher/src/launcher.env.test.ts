@@ -235,3 +235,17 @@ describe("launcher environment: retention", () => {
     for (const days of ["3", "0"]) expect(parseEnv(launcherSchema, { NAHIDA_RETENTION_INBOUND_DAYS: days, NAHIDA_DEDUPE_WINDOW_MS: String(3 * 86_400_000) }).ok, days).toBe(true);
   });
 });
+
+describe("launcher environment: a transaction pooler", () => {
+  it("needs a direct URL for the migrations and accepts only the two pooler kinds", () => {
+    expect(issues({ DATABASE_POOLER: "transaction" })).toEqual([
+      "  DATABASE_DIRECT_URL: must be set with DATABASE_POOLER=transaction: migrations hold a lock across statements, which a transaction pooler cannot keep on one connection",
+    ]);
+    const parsed = parseEnv(launcherSchema, { DATABASE_POOLER: "transaction", DATABASE_URL: "postgresql://nahida@pgbouncer:6432/nahida", DATABASE_DIRECT_URL: "postgresql://nahida@postgres:5432/nahida" });
+    expect(parsed.ok && parsed.value.DATABASE_POOLER).toBe("transaction");
+    const plain = parseEnv(launcherSchema, {});
+    expect(plain.ok && plain.value.DATABASE_POOLER).toBe("none");
+    expect(issues({ DATABASE_POOLER: "session" })[0]).toMatch(/^ {2}DATABASE_POOLER: /);
+    expect(issues({ DATABASE_DIRECT_URL: "mysql://x@y/z" })).toEqual(["  DATABASE_DIRECT_URL: must be a URL like postgresql://user@host:5432/nahida"]);
+  });
+});

@@ -88,6 +88,10 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
       ctx.addIssue({ code: "custom", path: ["NAHIDA_RETENTION_INBOUND_DAYS"], message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${f.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
       return z.NEVER;
     }
+    if (f && f.DATABASE_POOLER === "transaction" && !f.DATABASE_DIRECT_URL) {
+      ctx.addIssue({ code: "custom", path: ["DATABASE_DIRECT_URL"], message: "must be set with DATABASE_POOLER=transaction: migrations hold a lock across statements, which a transaction pooler cannot keep on one connection" });
+      return z.NEVER;
+    }
     if (!fixed.success || listed?.success === false || issues.length > 0) return z.NEVER;
     const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
     return {

@@ -8,13 +8,15 @@ import { PreflightError, preparePostgres } from "./preflight";
 // no-transaction one runs again whole at the next start.
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(1));
 
-const parsed = parseEnv(z.object({ DATABASE_URL: baseEnvSchema.shape.DATABASE_URL }), process.env);
+const parsed = parseEnv(z.object({ DATABASE_URL: baseEnvSchema.shape.DATABASE_URL, DATABASE_DIRECT_URL: baseEnvSchema.shape.DATABASE_DIRECT_URL }), process.env);
 if (!parsed.ok) {
   process.stderr.write(`${formatEnvIssues(parsed.error)}\n`);
   process.exit(1);
 }
 try {
-  await preparePostgres(parsed.value.DATABASE_URL, (message) => process.stdout.write(`${message}\n`));
+  // Straight to Postgres where DATABASE_URL is a transaction pooler.
+  const { DATABASE_DIRECT_URL: direct, DATABASE_URL: url } = parsed.value;
+  await preparePostgres(direct ?? url, (message) => process.stdout.write(`${message}\n`), direct ? "DATABASE_DIRECT_URL" : "DATABASE_URL");
   process.stdout.write("migrations up to date\n");
 } catch (error) {
   process.stderr.write(`nahida: ${error instanceof PreflightError ? error.message : String(error)}\n`);

@@ -20,7 +20,7 @@ import { startChannelIngress } from "./channel-ingress";
 import { ingressKind, type IngressServiceName } from "./channel-instances.env";
 import { startHealthListener } from "./health-listener";
 import { isIngressService, type LauncherEnv, type ServiceName } from "./launcher.env";
-import { PreflightError, checkRedis, preparePostgres } from "./preflight";
+import { PreflightError, checkPooledSessions, checkRedis, preparePostgres } from "./preflight";
 
 interface Stoppable {
   name: string;
@@ -51,10 +51,25 @@ export interface NahidaExtensions {
 
 /** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
 export async function startNahida(env: LauncherEnv, logger: Logger, extensions: NahidaExtensions = {}): Promise<RunningNahida> {
-  await Promise.all([preparePostgres(env.DATABASE_URL, (message) => logger.info(message)), checkRedis(env.REDIS_URL)]);
+  // Migrations need a session of their own; behind a transaction pooler they go to Postgres directly.
+  const migrationUrl = env.DATABASE_DIRECT_URL ? ["DATABASE_DIRECT_URL", env.DATABASE_DIRECT_URL] as const : ["DATABASE_URL", env.DATABASE_URL] as const;
+  await Promise.all([preparePostgres(migrationUrl[1], (message) => logger.info(message), migrationUrl[0]), checkRedis(env.REDIS_URL)]);
 
   const instance = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-  const db = createDatabase({ url: env.DATABASE_URL, poolSize: env.DATABASE_POOL_SIZE, onPoolError: (e) => logger.warn({ err: e.message }, "postgres pool error") });
+  const db = createDatabase({
+    url: env.DATABASE_URL,
+    poolSize: env.DATABASE_POOL_SIZE,
+    pooler: env.DATABASE_POOLER,
+    onPoolError: (e) => logger.warn({ err: e.message }, "postgres pool error"),
+  });
+  if (env.DATABASE_POOLER === "transaction") {
+    try {
+      await checkPooledSessions(db.pool, env.DATABASE_URL);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+  }
   const connections: Redis[] = [];
   const createConnection = (purpose: string, blocking = true) => {
     const redis = createRedis({ url: env.REDIS_URL, blocking, connectionName: `nahida:${purpose}:${instance}` });

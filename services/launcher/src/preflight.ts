@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { migrate } from "@nahida/db";
+import { checkSessionTimeZone, migrate, type Database } from "@nahida/db";
 
 /** A startup failure worth one line to the operator, naming the variable to fix. */
 export class PreflightError extends Error {
@@ -30,8 +30,11 @@ function where(url: string): string {
   return `${u.hostname}:${u.port || "default port"}`;
 }
 
-/** Creates and migrates the database; one clear error if Postgres cannot be used. */
-export async function preparePostgres(databaseUrl: string, log: (message: string) => void): Promise<void> {
+/**
+ * Creates and migrates the database; one clear error, naming `variable` (the URL's
+ * variable), if Postgres cannot be used.
+ */
+export async function preparePostgres(databaseUrl: string, log: (message: string) => void, variable = "DATABASE_URL"): Promise<void> {
   try {
     // A server that answered and then dropped the connection (a restart, an admin
     // terminating backends) is tried again; one that cannot be reached fails at once with
@@ -47,8 +50,27 @@ export async function preparePostgres(databaseUrl: string, log: (message: string
       }
     }
   } catch (error) {
-    if ((error as Error).name === "MigrationError") throw new PreflightError("DATABASE_URL", (error as Error).message);
-    throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
+    if ((error as Error).name === "MigrationError") throw new PreflightError(variable, (error as Error).message);
+    throw new PreflightError(variable, `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
+  }
+}
+
+/**
+ * Behind a transaction pooler: the pooler answers, and its sessions keep time in UTC (the
+ * services cannot set it there; {@link checkSessionTimeZone}).
+ */
+export async function checkPooledSessions(pool: Database["pool"], databaseUrl: string): Promise<void> {
+  let zone: string | null;
+  try {
+    zone = await checkSessionTimeZone(pool);
+  } catch (error) {
+    throw new PreflightError("DATABASE_URL", `cannot use the pooler at ${where(databaseUrl)}: ${describe(error)}`);
+  }
+  if (zone !== null) {
+    throw new PreflightError(
+      "DATABASE_URL",
+      `the pooler's sessions keep time in ${zone}, not UTC: set timezone=UTC on its database entry (PgBouncer) or ALTER DATABASE ... SET timezone = 'UTC'`,
+    );
   }
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { explainingPool } from "../../../../test/support/explain";
 import { createTestDatabase, type TestDatabase } from "../../../../test/support/infra";
+import { hotStatements } from "../statements";
 import { DeliveryRepository } from "./delivery.repository";
 
 /**
@@ -41,7 +42,7 @@ describe("DeliveryRepository.claim reads the chat's unsent deliveries, not its h
   });
 
   it("claims a new delivery after reading a few rows, beside a long history and a backlog elsewhere", async () => {
-    const deliveries = new DeliveryRepository({ prisma: t.db.prisma, pool: explained.pool });
+    const deliveries = new DeliveryRepository({ prisma: t.db.prisma, statements: hotStatements(explained.pool, { prepared: true }) });
     const created = await new DeliveryRepository(t.db).create({ target, message: { text: "new", attachments: [], extra: {} }, source: "agent" });
     let claim: Awaited<ReturnType<DeliveryRepository["claim"]>> | undefined;
     const [plan] = await explained.explain(async () => (claim = await deliveries.claim(created.id, 60_000)));

@@ -1,7 +1,6 @@
 import type { DeliveryPolicy, OutboundMessage } from "@nahida/contracts";
-import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
-import { jsonbParam, pgJson, poolRows, queryPrepared, type FencedPart } from "../statements";
+import { jsonbParam, pgJson, type FencedPart, type HotStatements } from "../statements";
 import { Prisma, type Delivery } from "../generated/prisma/client";
 import { newRowId } from "../ids";
 
@@ -37,19 +36,17 @@ const DELIVERY_COLUMNS = Prisma.raw(
  */
 export class DeliveryRepository {
   private readonly prisma: PrismaClient;
-  private readonly pool: pg.Pool;
+  private readonly statements: HotStatements;
 
-  constructor(db: Pick<Database, "prisma" | "pool">) {
+  constructor(db: Pick<Database, "prisma" | "statements">) {
     this.prisma = db.prisma;
-    this.pool = db.pool;
+    this.statements = db.statements;
   }
 
   async create(input: NewDelivery, tx?: Tx): Promise<Delivery> {
     if (tx) return tx.delivery.create({ data: this.row(input) });
     // On its own (`POST /api/send`): one INSERT through pg, without Prisma's machinery.
-    const [row] = await poolRows<PoolDelivery>(
-      this.pool,
-      Prisma.sql`${insertDeliveries([{ ...input, id: input.id ?? newRowId() }], Prisma.sql`true`)} RETURNING ${DELIVERY_COLUMNS}`,
+    const [row] = await this.statements.rows<PoolDelivery>(Prisma.sql`${insertDeliveries([{ ...input, id: input.id ?? newRowId() }], Prisma.sql`true`)} RETURNING ${DELIVERY_COLUMNS}`,
     );
     return deliveryOf(row!);
   }
@@ -127,9 +124,7 @@ export class DeliveryRepository {
    */
   async claim(id: string, staleAfterMs: number): Promise<DeliveryClaim> {
     // Through pg directly: two statements per send, the delivery worker's hot path.
-    const rows = await poolRows<ClaimRow>(
-      this.pool,
-      Prisma.sql`
+    const rows = await this.statements.rows<ClaimRow>(Prisma.sql`
       WITH cur AS (
         SELECT id, status, target, seq, sent_parts, expires_at, updated_at, not_before FROM deliveries WHERE id = ${id}::uuid FOR UPDATE
       ), earlier AS (
@@ -215,7 +210,7 @@ export class DeliveryRepository {
              sent_at = CASE WHEN ${last}::boolean THEN now() ELSE sent_at END,
              error = CASE WHEN ${last}::boolean THEN NULL ELSE error END
        WHERE id = ${id}::uuid AND attempts = ${attempt}::int AND status = 'sending' AND sent_parts = ${index}::int`;
-    const { rowCount } = await queryPrepared(this.pool, statement.text, statement.values);
+    const { rowCount } = await this.statements.query(statement.text, statement.values);
     return rowCount === 1;
   }
 

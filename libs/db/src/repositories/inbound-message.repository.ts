@@ -1,8 +1,7 @@
 import { DEFAULT_DEDUPE_WINDOW_MS, type InboundMessage as InboundMessageContract, type LaneItemKind, type MessageContext } from "@nahida/contracts";
-import type pg from "pg";
 import type { Database, PrismaClient, Tx } from "../database";
 import { laneAppendCtes } from "../lane-append";
-import { jsonbParam, poolRows } from "../statements";
+import { jsonbParam, type HotStatements } from "../statements";
 import { Prisma } from "../generated/prisma/client";
 
 export interface StoredInbound {
@@ -37,11 +36,11 @@ const INBOUND: LaneItemKind = "inbound";
 /** Normalized platform messages, stored before the platform is acknowledged. */
 export class InboundMessageRepository {
   private readonly prisma: PrismaClient;
-  private readonly pool: pg.Pool;
+  private readonly statements: HotStatements;
 
-  constructor(db: Pick<Database, "prisma" | "pool">) {
+  constructor(db: Pick<Database, "prisma" | "statements">) {
     this.prisma = db.prisma;
-    this.pool = db.pool;
+    this.statements = db.statements;
   }
 
   /**
@@ -65,7 +64,7 @@ export class InboundMessageRepository {
    */
   async store(input: StoreInput, lane: StoreLane, tx?: Tx): Promise<StoredInbound> {
     // On its own (the ingress's hot path) through pg directly; inside a caller's transaction through it.
-    const run = (statement: Prisma.Sql) => (tx ? tx.$queryRaw<StoreRow[]>(statement) : poolRows<StoreRow>(this.pool, statement));
+    const run = (statement: Prisma.Sql) => (tx ? tx.$queryRaw<StoreRow[]>(statement) : this.statements.rows<StoreRow>(statement));
     const row = (await run(this.storeStatement(input, lane)))[0];
     if (!row) throw new Error("inbound insert returned no row");
     if (row.stale) {

@@ -34,7 +34,7 @@ export interface Repositories {
   retention: RetentionRepository;
 }
 
-export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repositories {
+export function createRepositories(db: Pick<Database, "prisma" | "pool" | "statements">): Repositories {
   const { prisma } = db;
   return {
     deliveries: new DeliveryRepository(db),
@@ -45,7 +45,7 @@ export function createRepositories(db: Pick<Database, "prisma" | "pool">): Repos
     cron: new CronRepository(prisma),
     events: new SessionEventRepository(prisma),
     policies: new PolicyRepository(prisma),
-    runs: new RunRepository(db.pool),
+    runs: new RunRepository(db),
     tasks: new BackgroundTaskRepository(prisma),
     quarantine: new InboundQuarantineRepository(prisma),
     compactions: new CompactionRepository(prisma),

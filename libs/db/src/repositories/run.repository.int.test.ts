@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { explainingPool } from "../../../../test/support/explain";
 import { createTestDatabase, type TestDatabase } from "../../../../test/support/infra";
+import { hotStatements } from "../statements";
 import { RunRepository } from "./run.repository";
 import { SessionRepository, laneKeyForChat } from "./session.repository";
 
@@ -10,7 +11,7 @@ describe("RunRepository.readChatRun (real Postgres)", () => {
   let sessions: SessionRepository;
   beforeAll(async () => {
     t = await createTestDatabase("run_reads");
-    runs = new RunRepository(t.db.pool);
+    runs = new RunRepository(t.db);
     sessions = new SessionRepository(t.db.prisma);
   });
   afterAll(async () => t?.drop());
@@ -60,7 +61,7 @@ describe("RunRepository.readChatRun (real Postgres)", () => {
     await t.db.pool.query("ANALYZE turns");
     const explained = await explainingPool(t.url);
     try {
-      const [plan] = await explained.explain(() => new RunRepository(explained.pool).readChatRun(address, [], 20));
+      const [plan] = await explained.explain(() => new RunRepository({ pool: explained.pool, statements: hotStatements(explained.pool, { prepared: true }) }).readChatRun(address, [], 20));
       expect(plan!.rowsRead, plan!.text).toBeLessThan(60);
     } finally {
       await explained.pool.end();

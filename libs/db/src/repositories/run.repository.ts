@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { queryPrepared } from "../statements";
+import type { Database } from "../database";
 import type { Chat, Session, SessionCompaction, Turn } from "../generated/prisma/client";
 import { inboundRecordOf, type InboundRecord } from "./inbound-message.repository";
 import { chatOf, sessionOf, type ChatJson, type SessionJson } from "./session.repository";
@@ -33,7 +32,13 @@ export interface LaneRunSummary {
  * (docs/data-access.md).
  */
 export class RunRepository {
-  constructor(private readonly pool: pg.Pool) {}
+  private readonly pool: Database["pool"];
+  private readonly statements: Database["statements"];
+
+  constructor(db: Pick<Database, "pool" | "statements">) {
+    this.pool = db.pool;
+    this.statements = db.statements;
+  }
 
   /**
    * The chat, its current session, the run's inbound messages, the session's newest
@@ -46,9 +51,7 @@ export class RunRepository {
    * them, or walk the index of every session's turns by seq, and turns are kept for good.
    */
   async readChatRun(address: string, inboundIds: readonly string[], historyLimit: number): Promise<ChatRunRead> {
-    const { rows } = await queryPrepared<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; compaction: CompactionJson | null; history: TurnJson[] }>(
-      this.pool,
-      `WITH c AS (SELECT * FROM chats WHERE address = $1),
+    const { rows } = await this.statements.query<{ chat: ChatJson | null; session: SessionJson | null; inbound: InboundJson[]; compaction: CompactionJson | null; history: TurnJson[] }>(`WITH c AS (SELECT * FROM chats WHERE address = $1),
             k AS (SELECT k.id, k.session_id, k.from_seq::text AS from_seq, k.through_seq::text AS through_seq, k.covered_turns, k.summary, k.facts,
                          k.tokens_before, k.tokens_after, k.model, k.reason, k.run_id, k.created_at
                     FROM session_compactions k WHERE k.session_id = (SELECT current_session_id FROM c)
