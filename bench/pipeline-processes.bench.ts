@@ -115,6 +115,7 @@ const DATABASES = String(args.databases).split(",").map((m) => {
   return m as DatabaseMode;
 });
 const PGBOUNCER_POOL = Math.max(1, int("pgbouncer-pool"));
+if (new Set(DATABASES).size !== DATABASES.length) throw new Error("--databases names a way twice");
 if (PREFILL > 0 && DATABASES.length > 1) throw new Error("--prefill fills the ledger every later way would run on: give one --databases with it");
 const DATABASE_MODE_TEXT: Record<DatabaseMode, string> = {
   direct: "directly, prepared statements",

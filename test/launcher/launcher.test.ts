@@ -228,7 +228,7 @@ describe("launcher", () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it("names DATABASE_URL when Postgres is unreachable and REDIS_URL when Redis is", async () => {
+  it("names DATABASE_URL when Postgres is unreachable, REDIS_URL when Redis is and REDIS_SENTINELS when no sentinel answers", async () => {
     const port = await freePort();
     const db = await runToExit({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/nahida` });
     expect(db.code).toBe(1);
@@ -238,5 +238,10 @@ describe("launcher", () => {
     const redis = await runToExit({ DATABASE_URL: freshDatabaseUrl(), REDIS_URL: `redis://127.0.0.1:${port}` });
     expect(redis.code).toBe(1);
     expect(redis.stderr).toMatch(/^nahida: REDIS_URL: cannot reach Redis at 127\.0\.0\.1:\d+: .*ECONNREFUSED/m);
+
+    // An empty REDIS_URL counts as unset, whatever this shell exports.
+    const sentinel = await runToExit({ DATABASE_URL: freshDatabaseUrl(), REDIS_URL: "", REDIS_SENTINELS: `127.0.0.1:${port}` });
+    expect(sentinel.code).toBe(1);
+    expect(sentinel.stderr).toMatch(/^nahida: REDIS_SENTINELS: cannot reach Redis at master mymaster of sentinels 127\.0\.0\.1:\d+: .*sentinels are unreachable/m);
   });
 });

@@ -21,6 +21,11 @@ export interface DeploymentOptions {
    * with DATABASE_POOLER=transaction, and migrations go to the database directly.
    */
   transactionPooler?: { urlOf(directUrl: string): string };
+  /**
+   * Reach Redis some other way than TEST_REDIS_URL (a Sentinel group the test started): the
+   * variables the services get in place of REDIS_URL, and a client for the test's own reads.
+   */
+  redis?: { env: Record<string, string>; connect(): Redis };
 }
 
 export interface Replica {
@@ -63,7 +68,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
   const t = await createTestDatabase(label);
   const telegram = await startFakeTelegram({ botUsername: "nahida_test_bot", botId: 7000000001 });
   const openai = await startFakeOpenAI();
-  const redis = new Redis(TEST_REDIS_URL);
+  const redis = options.redis ? options.redis.connect() : new Redis(TEST_REDIS_URL);
   const admin = new pg.Client({ connectionString: t.url });
   await admin.connect();
   const prefix = testQueuePrefix(label);
@@ -74,7 +79,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
     ...(options.transactionPooler
       ? { DATABASE_URL: options.transactionPooler.urlOf(t.url), DATABASE_DIRECT_URL: t.url, DATABASE_POOLER: "transaction" }
       : { DATABASE_URL: t.url }),
-    REDIS_URL: TEST_REDIS_URL,
+    ...(options.redis ? options.redis.env : { REDIS_URL: TEST_REDIS_URL }),
     NAHIDA_QUEUE_PREFIX: prefix,
     TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,
     TELEGRAM_API_ROOT: telegram.apiRoot,
@@ -130,7 +135,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
       starting.set(role, replacement);
       await replacement;
     },
-    wipeRedis: () => clearQueuePrefix(TEST_REDIS_URL, prefix),
+    wipeRedis: () => clearQueuePrefix(redis, prefix),
     async terminateBackends() {
       await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [
         new URL(t.url).pathname.slice(1),
@@ -143,10 +148,10 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
       }
       await Promise.all(replicas.map((r) => r.proc.exited));
       await admin.end();
+      await clearQueuePrefix(redis, prefix);
       redis.disconnect();
       await telegram.close();
       await openai.close();
-      await clearQueuePrefix(TEST_REDIS_URL, prefix);
       await t.drop();
     },
   };

@@ -49,10 +49,11 @@ export async function dropDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Removes every Redis key under a queue prefix. */
-export async function clearQueuePrefix(redisUrl: string, prefix: string): Promise<void> {
+/** Removes every Redis key under a queue prefix, on the server at `redisUrl` or through a client. */
+export async function clearQueuePrefix(redisUrlOrClient: string | import("ioredis").Redis, prefix: string): Promise<void> {
   const { Redis } = await import("ioredis");
-  const redis = new Redis(redisUrl);
+  const own = typeof redisUrlOrClient === "string";
+  const redis = own ? new Redis(redisUrlOrClient) : redisUrlOrClient;
   try {
     // In one script, so atomic like the loss it stands for (a restart of a Redis that keeps
     // nothing): deleting key by key while workers run leaves half-deleted jobs (an id in a
@@ -66,7 +67,7 @@ export async function clearQueuePrefix(redisUrl: string, prefix: string): Promis
       `${prefix}:*`,
     );
   } finally {
-    redis.disconnect();
+    if (own) redis.disconnect();
   }
 }
 

@@ -25,8 +25,8 @@ export interface PgBouncer {
   urlOf(directUrl: string): string;
   /** `SHOW STATS` of one database: transactions and queries PgBouncer passed on. */
   stats(database: string): Promise<{ transactions: number; queries: number }>;
-  /** Server connections PgBouncer holds to one database. */
-  serverConnections(database: string): Promise<number>;
+  /** Connections PgBouncer holds to one database: from its clients, and to the server. */
+  connections(database: string): Promise<{ clients: number; servers: number }>;
   output(): string;
   close(): Promise<void>;
 }
@@ -73,6 +73,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
 
   const admin = async <T extends object>(sql: string): Promise<T[]> => {
     const client = new pg.Client({ host: "127.0.0.1", port, user, database: "pgbouncer" });
+    client.on("error", () => undefined);
     await client.connect();
     try {
       // The admin console speaks only the simple query protocol: no parameters.
@@ -106,15 +107,18 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
       const row = rows.find((r) => r.database === database);
       return { transactions: Number(row?.total_xact_count ?? 0), queries: Number(row?.total_query_count ?? 0) };
     },
-    async serverConnections(database) {
-      const rows = await admin<{ database: string }>("SHOW SERVERS");
-      return rows.filter((r) => r.database === database).length;
+    async connections(database) {
+      const of = (rows: { database: string }[]) => rows.filter((r) => r.database === database).length;
+      return { clients: of(await admin<{ database: string }>("SHOW CLIENTS")), servers: of(await admin<{ database: string }>("SHOW SERVERS")) };
     },
     output: () => output,
     async close() {
       if (alive) {
+        // SIGINT: PgBouncer's safe shutdown waits for its clients' transactions; not for long.
         child.kill("SIGINT");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
         await exited;
+        clearTimeout(timer);
       }
       await rm(dir, { recursive: true, force: true });
     },

@@ -93,11 +93,12 @@ export function createDatabase(options: DatabaseOptions): Database {
  * database entry (`timezone=UTC` in PgBouncer) or the database's own setting must.
  */
 export async function checkSessionTimeZone(pool: pg.Pool): Promise<string | null> {
-  // UTC by its offsets in winter and summer, whatever the zone is called (UTC, Etc/UTC, Zulu).
+  // UTC by its offset now and through the coming year (summer time, a zone that changed its
+  // offset), whatever the zone is called (UTC, Etc/UTC, Zulu).
   const { rows } = await pool.query<{ zone: string; utc: boolean }>(
     `SELECT current_setting('TimeZone') AS zone,
-            timestamptz '2000-01-01 00:00Z' AT TIME ZONE current_setting('TimeZone') = timestamp '2000-01-01 00:00'
-        AND timestamptz '2000-07-01 00:00Z' AT TIME ZONE current_setting('TimeZone') = timestamp '2000-07-01 00:00' AS utc`,
+            bool_and(t AT TIME ZONE current_setting('TimeZone') = t AT TIME ZONE 'UTC') AS utc
+       FROM generate_series(now(), now() + interval '1 year', interval '1 month') AS t`,
   );
   return rows[0]!.utc ? null : rows[0]!.zone;
 }

@@ -249,3 +249,39 @@ describe("launcher environment: a transaction pooler", () => {
     expect(issues({ DATABASE_DIRECT_URL: "mysql://x@y/z" })).toEqual(["  DATABASE_DIRECT_URL: must be a URL like postgresql://user@host:5432/nahida"]);
   });
 });
+
+describe("launcher environment: Redis Sentinel", () => {
+  it("reads the sentinels and the group in place of REDIS_URL, with the credentials of both", () => {
+    const parsed = parseEnv(launcherSchema, {
+      REDIS_SENTINELS: "sentinel-1:26379, 10.0.0.2:26380,[::1]:26381",
+      REDIS_SENTINEL_NAME: "nahida",
+      REDIS_PASSWORD: "data-secret",
+      REDIS_SENTINEL_PASSWORD: "sentinel-secret",
+    });
+    expect(parsed.ok && parsed.value.redis).toEqual({
+      kind: "sentinel",
+      sentinels: [
+        { host: "sentinel-1", port: 26379 },
+        { host: "10.0.0.2", port: 26380 },
+        { host: "::1", port: 26381 },
+      ],
+      name: "nahida",
+      password: "data-secret",
+      sentinelPassword: "sentinel-secret",
+    });
+    const plain = parseEnv(launcherSchema, { REDIS_URL: "redis://redis:6379" });
+    expect(plain.ok && plain.value.redis).toEqual({ kind: "url", url: "redis://redis:6379" });
+  });
+
+  it("refuses both ways at once, bad sentinel lists, and credentials the URL should carry", () => {
+    expect(issues({ REDIS_SENTINELS: "a:26379", REDIS_URL: "redis://redis:6379" })).toEqual([
+      "  REDIS_SENTINELS: set either REDIS_URL (one Redis server) or REDIS_SENTINELS (a Sentinel group), not both",
+    ]);
+    for (const bad of ["a", "a:0", "a:70000", "a:26379,b", ":26379", " , "]) {
+      expect(issues({ REDIS_SENTINELS: bad })[0], bad).toMatch(/^ {2}REDIS_SENTINELS: must (be host:port pairs|name at least one)/);
+    }
+    expect(issues({ REDIS_PASSWORD: "x" })).toEqual([
+      "  REDIS_PASSWORD: is read only with REDIS_SENTINELS (with REDIS_URL, credentials go in the URL: redis://user:password@host:6379)",
+    ]);
+  });
+});

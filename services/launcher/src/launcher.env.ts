@@ -2,12 +2,13 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { baseEnvSchema, cleanEnv, parseEnv, port, positiveMs, type EnvIssue } from "@nahida/config";
+import { baseEnvSchema, cleanEnv, migrationDatabase, parseEnv, port, positiveMs, type EnvIssue } from "@nahida/config";
 import { agentWorkerEnvSchema } from "@nahida/agent-worker";
 import type { ChannelModule } from "@nahida/channels";
 import { DEFAULT_DEDUPE_WINDOW_MS, err, ok, type Result } from "@nahida/contracts";
 import { gatewayEnvSchema } from "@nahida/gateway";
 import { loadPlugins, type LoadedPlugins, type PluginEntry } from "@nahida/plugins";
+import type { RedisTarget } from "@nahida/queue";
 import { schedulerEnvSchema } from "@nahida/scheduler";
 import { ingressServiceName, instanceEnvPrefix, resolveChannelInstances, type IngressServiceName } from "./channel-instances.env";
 import { tracingEnvSchema, tracingOn } from "./tracing.env";
@@ -66,6 +67,30 @@ const fixedEnvSchema = z.object({
   NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
 });
 
+/** Redis is one server (REDIS_URL) or a Sentinel group (REDIS_SENTINELS), never both; credentials by variable only for the latter. */
+function redisIssues(raw: Record<string, string>): EnvIssue[] {
+  if (raw.REDIS_SENTINELS === undefined) {
+    return ["REDIS_USERNAME", "REDIS_PASSWORD", "REDIS_SENTINEL_NAME", "REDIS_SENTINEL_USERNAME", "REDIS_SENTINEL_PASSWORD"]
+      .filter((name) => raw[name] !== undefined)
+      .map((variable) => ({ variable, message: "is read only with REDIS_SENTINELS (with REDIS_URL, credentials go in the URL: redis://user:password@host:6379)" }));
+  }
+  if (raw.REDIS_URL !== undefined) return [{ variable: "REDIS_SENTINELS", message: "set either REDIS_URL (one Redis server) or REDIS_SENTINELS (a Sentinel group), not both" }];
+  return [];
+}
+
+function redisTarget(env: z.infer<typeof fixedEnvSchema>): RedisTarget {
+  if (!env.REDIS_SENTINELS) return { kind: "url", url: env.REDIS_URL };
+  return {
+    kind: "sentinel",
+    sentinels: env.REDIS_SENTINELS,
+    name: env.REDIS_SENTINEL_NAME,
+    ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME } : {}),
+    ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD } : {}),
+    ...(env.REDIS_SENTINEL_USERNAME ? { sentinelUsername: env.REDIS_SENTINEL_USERNAME } : {}),
+    ...(env.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: env.REDIS_SENTINEL_PASSWORD } : {}),
+  };
+}
+
 /**
  * The whole launcher environment for these channel kinds. Channel variables have
  * instance-dependent names (NAHIDA_CHANNELS), so the record is read as a whole and both
@@ -88,11 +113,11 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
       ctx.addIssue({ code: "custom", path: ["NAHIDA_RETENTION_INBOUND_DAYS"], message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${f.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
       return z.NEVER;
     }
-    if (f && f.DATABASE_POOLER === "transaction" && !f.DATABASE_DIRECT_URL) {
-      ctx.addIssue({ code: "custom", path: ["DATABASE_DIRECT_URL"], message: "must be set with DATABASE_POOLER=transaction: migrations hold a lock across statements, which a transaction pooler cannot keep on one connection" });
-      return z.NEVER;
-    }
-    if (!fixed.success || listed?.success === false || issues.length > 0) return z.NEVER;
+    const redisProblems = redisIssues(raw);
+    for (const issue of redisProblems) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
+    const migrations = f ? migrationDatabase(f) : undefined;
+    if (migrations?.ok === false) ctx.addIssue({ code: "custom", path: [migrations.error.variable], message: migrations.error.message });
+    if (!fixed.success || !migrations?.ok || listed?.success === false || issues.length > 0 || redisProblems.length > 0) return z.NEVER;
     const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
     return {
       ...fixed.data,
@@ -101,6 +126,10 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
       tracing: tracingOn(fixed.data),
       /** The channel instances, in NAHIDA_CHANNELS order; their names are the channels of ChatAddresses. */
       channels,
+      /** Where the migrations go: DATABASE_DIRECT_URL, else DATABASE_URL. */
+      migrations: migrations.value,
+      /** Where Redis is: REDIS_URL, or the master REDIS_SENTINELS name. */
+      redis: redisTarget(fixed.data),
     };
   });
 }

@@ -52,8 +52,7 @@ export interface NahidaExtensions {
 /** Builds the clients the selected services need and starts them; `stop` drains in reverse. */
 export async function startNahida(env: LauncherEnv, logger: Logger, extensions: NahidaExtensions = {}): Promise<RunningNahida> {
   // Migrations need a session of their own; behind a transaction pooler they go to Postgres directly.
-  const migrationUrl = env.DATABASE_DIRECT_URL ? ["DATABASE_DIRECT_URL", env.DATABASE_DIRECT_URL] as const : ["DATABASE_URL", env.DATABASE_URL] as const;
-  await Promise.all([preparePostgres(migrationUrl[1], (message) => logger.info(message), migrationUrl[0]), checkRedis(env.REDIS_URL)]);
+  await Promise.all([preparePostgres(env.migrations.url, (message) => logger.info(message), env.migrations.variable), checkRedis(env.redis)]);
 
   const instance = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const db = createDatabase({
@@ -62,17 +61,17 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     pooler: env.DATABASE_POOLER,
     onPoolError: (e) => logger.warn({ err: e.message }, "postgres pool error"),
   });
-  if (env.DATABASE_POOLER === "transaction") {
-    try {
-      await checkPooledSessions(db.pool, env.DATABASE_URL);
-    } catch (error) {
-      await db.close();
-      throw error;
-    }
+  // Also without a transaction pooler: one that drops the TimeZone option it was sent
+  // (PgBouncer's ignore_startup_parameters = options) would shift every instant unseen.
+  try {
+    await checkPooledSessions(db.pool, env.DATABASE_URL);
+  } catch (error) {
+    await db.close();
+    throw error;
   }
   const connections: Redis[] = [];
   const createConnection = (purpose: string, blocking = true) => {
-    const redis = createRedis({ url: env.REDIS_URL, blocking, connectionName: `nahida:${purpose}:${instance}` });
+    const redis = createRedis({ target: env.redis, blocking, connectionName: `nahida:${purpose}:${instance}` });
     redis.on("error", (e) => logger.warn({ err: e.message, purpose }, "redis error"));
     connections.push(redis);
     return redis;

@@ -1,4 +1,5 @@
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
+import { describeRedisTarget, redisTargetOptions, type RedisTarget } from "@nahida/queue";
 import { checkSessionTimeZone, migrate, type Database } from "@nahida/db";
 
 /** A startup failure worth one line to the operator, naming the variable to fix. */
@@ -56,32 +57,37 @@ export async function preparePostgres(databaseUrl: string, log: (message: string
 }
 
 /**
- * Behind a transaction pooler: the pooler answers, and its sessions keep time in UTC (the
- * services cannot set it there; {@link checkSessionTimeZone}).
+ * The pool's sessions keep time in UTC: set by the pool's startup option, or behind a
+ * transaction pooler by the pooler or the server (the services cannot set it there;
+ * {@link checkSessionTimeZone}).
  */
 export async function checkPooledSessions(pool: Database["pool"], databaseUrl: string): Promise<void> {
   let zone: string | null;
   try {
     zone = await checkSessionTimeZone(pool);
   } catch (error) {
-    throw new PreflightError("DATABASE_URL", `cannot use the pooler at ${where(databaseUrl)}: ${describe(error)}`);
+    throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
   }
   if (zone !== null) {
     throw new PreflightError(
       "DATABASE_URL",
-      `the pooler's sessions keep time in ${zone}, not UTC: set timezone=UTC on its database entry (PgBouncer) or ALTER DATABASE ... SET timezone = 'UTC'`,
+      `the sessions keep time in ${zone}, not UTC: behind PgBouncer set timezone=UTC on its database entry, or ALTER DATABASE ... SET timezone = 'UTC'`,
     );
   }
 }
 
 /** Checks that Redis answers, without ioredis's endless reconnect loop. */
-export async function checkRedis(redisUrl: string, timeoutMs = 5_000): Promise<void> {
-  const redis = new Redis(redisUrl, {
+export async function checkRedis(target: RedisTarget, timeoutMs = 5_000): Promise<void> {
+  const options: RedisOptions = {
+    ...redisTargetOptions(target),
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
+    // Behind Sentinel: one round over the sentinels, then the error.
+    sentinelRetryStrategy: () => null,
     connectTimeout: timeoutMs,
-  });
+  };
+  const redis = target.kind === "url" ? new Redis(target.url, options) : new Redis(options);
   // The socket error (ECONNREFUSED, ENOTFOUND) arrives as an event; connect() only says "closed".
   let socketError: unknown;
   redis.on("error", (error) => {
@@ -91,7 +97,7 @@ export async function checkRedis(redisUrl: string, timeoutMs = 5_000): Promise<v
     await redis.connect();
     await redis.ping();
   } catch (error) {
-    throw new PreflightError("REDIS_URL", `cannot reach Redis at ${where(redisUrl)}: ${describe(socketError ?? error)}`);
+    throw new PreflightError(target.kind === "url" ? "REDIS_URL" : "REDIS_SENTINELS", `cannot reach Redis at ${describeRedisTarget(target)}: ${describe(socketError ?? error)}`);
   } finally {
     redis.disconnect();
   }

@@ -1,0 +1,155 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import type { RedisNode, RedisTarget } from "@nahida/queue";
+import { waitFor } from "./infra";
+import { freePort } from "./ports";
+
+const REDIS_SERVER = "redis-server";
+const MASTER_NAME = "nahida-test";
+
+export interface SentinelGroup {
+  /** What the services are given in place of REDIS_URL. */
+  env: Record<string, string>;
+  target: RedisTarget;
+  /** A client of the current master, through the sentinels, as the services connect. */
+  connect(): Redis;
+  /** The master the sentinels name now. */
+  master(): Promise<RedisNode>;
+  /** SIGKILLs the current master's server; returns when it is gone, with the time it was killed. */
+  killMaster(): Promise<{ node: RedisNode; killedAt: number }>;
+  close(): Promise<void>;
+}
+
+interface Server {
+  node: RedisNode;
+  child: ChildProcess;
+  exited: Promise<void>;
+  output(): string;
+}
+
+async function startServer(args: string[], port: number): Promise<Server> {
+  const child = spawn(REDIS_SERVER, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  const probe = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on("error", () => undefined);
+  try {
+    await waitFor(async () => {
+      if (child.exitCode !== null) throw new Error(`redis-server ${args.join(" ")} exited:\n${output}`);
+      try {
+        if (probe.status !== "ready") await probe.connect();
+        return (await probe.ping()) === "PONG";
+      } catch {
+        probe.disconnect();
+        return false;
+      }
+    }, 10_000, `redis-server on port ${port}`);
+  } finally {
+    probe.disconnect();
+  }
+  return { node: { host: "127.0.0.1", port }, child, exited, output: () => output };
+}
+
+/**
+ * A real Sentinel deployment on this machine: a master, one replica and three sentinels
+ * (quorum 2) that call the master down after 1 s without an answer. Nothing is kept on
+ * disk; the sentinels' configuration files live in a temporary directory.
+ */
+export async function startSentinelGroup(): Promise<SentinelGroup> {
+  const dir = await mkdtemp(join(tmpdir(), "nahida-sentinel-"));
+  const servers: Server[] = [];
+  const stopAll = async () => {
+    for (const s of servers) s.child.kill("SIGKILL");
+    await Promise.all(servers.map((s) => s.exited));
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
+    const masterPort = await freePort();
+    servers.push(await startServer(["--port", String(masterPort), ...common], masterPort));
+    const replicaPort = await freePort();
+    servers.push(await startServer(["--port", String(replicaPort), ...common, "--replicaof", "127.0.0.1", String(masterPort)], replicaPort));
+    const sentinels: RedisNode[] = [];
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const config = join(dir, `sentinel-${i}.conf`);
+      // A sentinel rewrites its own configuration file as it learns the group.
+      await writeFile(
+        config,
+        [
+          `port ${port}`,
+          "bind 127.0.0.1",
+          `dir ${dir}`,
+          `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${masterPort} 2`,
+          `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
+          `sentinel failover-timeout ${MASTER_NAME} 5000`,
+          `sentinel parallel-syncs ${MASTER_NAME} 1`,
+          "",
+        ].join("\n"),
+      );
+      servers.push(await startServer([config, "--sentinel"], port));
+      sentinels.push({ host: "127.0.0.1", port });
+    }
+    const target: RedisTarget = { kind: "sentinel", sentinels, name: MASTER_NAME };
+    const askSentinel = async (): Promise<RedisNode> => {
+      for (const s of sentinels) {
+        const client = new Redis({ host: s.host, port: s.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        client.on("error", () => undefined);
+        try {
+          await client.connect();
+          const [host, port] = (await client.call("SENTINEL", "get-master-addr-by-name", MASTER_NAME)) as [string, string];
+          return { host, port: Number(port) };
+        } catch {
+          // The next sentinel.
+        } finally {
+          client.disconnect();
+        }
+      }
+      throw new Error("no sentinel answered");
+    };
+    // Every sentinel has found the replica and the others before anything relies on a failover.
+    await waitFor(async () => {
+      for (const s of sentinels) {
+        const client = new Redis({ host: s.host, port: s.port, maxRetriesPerRequest: 0 });
+        try {
+          const info = (await client.call("SENTINEL", "master", MASTER_NAME)) as string[];
+          const field = (name: string) => Number(info[info.indexOf(name) + 1]);
+          if (field("num-slaves") < 1 || field("num-other-sentinels") < 2) return false;
+        } finally {
+          client.disconnect();
+        }
+      }
+      return true;
+    }, 30_000, "the sentinels to know the replica and each other", 200);
+
+    return {
+      env: { REDIS_SENTINELS: sentinels.map((s) => `${s.host}:${s.port}`).join(","), REDIS_SENTINEL_NAME: MASTER_NAME },
+      target,
+      connect() {
+        const client = new Redis({ sentinels: sentinels.map((s) => ({ ...s })), name: MASTER_NAME, failoverDetector: true });
+        // Through a failover it reconnects; the refused attempts are expected.
+        client.on("error", () => undefined);
+        return client;
+      },
+      master: askSentinel,
+      async killMaster() {
+        const node = await askSentinel();
+        const server = servers.find((s) => s.node.port === node.port);
+        if (!server) throw new Error(`the sentinels name ${node.host}:${node.port}, which this group did not start`);
+        const killedAt = Date.now();
+        server.child.kill("SIGKILL");
+        await server.exited;
+        return { node, killedAt };
+      },
+      close: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
