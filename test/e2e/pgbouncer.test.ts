@@ -13,7 +13,7 @@ import { freePort } from "../support/ports";
 
 const ADMIN_TOKEN = "pgbouncer-deployment-admin-token-0123456789";
 const SERVER_CONNECTIONS = 5;
-const ROLES: Role[] = ["ingress-telegram", "agent-worker", "agent-worker", "delivery", "delivery", "scheduler"];
+const ROLES: Role[] = ["ingress-telegram", "agent-worker", "agent-worker", "delivery", "scheduler"];
 
 describe("through PgBouncer 1.18 in transaction mode", () => {
   let bouncer: PgBouncer;

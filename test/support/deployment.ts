@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { Redis } from "ioredis";
+import { Redis, type Cluster } from "ioredis";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai.fake";
 import { startFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.fake";
 import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "./infra";
@@ -25,7 +25,12 @@ export interface DeploymentOptions {
    * Reach Redis some other way than TEST_REDIS_URL (a Sentinel group the test started): the
    * variables the services get in place of REDIS_URL, and a client for the test's own reads.
    */
-  redis?: { env: Record<string, string>; connect(): Redis };
+  redis?: {
+    env: Record<string, string>;
+    connect(): Redis | Cluster;
+    /** The prefix of the services' Redis keys for a queue prefix (on a cluster, a hash tag). */
+    keyPrefix?(prefix: string): string;
+  };
 }
 
 export interface Replica {
@@ -39,8 +44,11 @@ export interface Deployment {
   t: TestDatabase;
   telegram: FakeTelegram;
   openai: FakeOpenAI;
-  redis: Redis;
+  redis: Redis | Cluster;
+  /** NAHIDA_QUEUE_PREFIX of the services. */
   prefix: string;
+  /** What their Redis keys start with: the prefix, or on a cluster its hash tag. */
+  keyPrefix: string;
   replicas: Replica[];
   /** One entry (role, pid, exit code, output tail) per process that exited without being killed. */
   crashes: string[];
@@ -72,6 +80,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
   const admin = new pg.Client({ connectionString: t.url });
   await admin.connect();
   const prefix = testQueuePrefix(label);
+  const keyPrefix = options.redis?.keyPrefix?.(prefix) ?? prefix;
   const replicas: Replica[] = [];
   const crashes: string[] = [];
   const starting = new Map<Role, Promise<unknown>>();
@@ -79,7 +88,8 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
     ...(options.transactionPooler
       ? { DATABASE_URL: options.transactionPooler.urlOf(t.url), DATABASE_DIRECT_URL: t.url, DATABASE_POOLER: "transaction" }
       : { DATABASE_URL: t.url }),
-    ...(options.redis ? options.redis.env : { REDIS_URL: TEST_REDIS_URL }),
+    // An empty REDIS_URL is unset, whatever the shell running the tests exports.
+    ...(options.redis ? { REDIS_URL: "", ...options.redis.env } : { REDIS_URL: TEST_REDIS_URL }),
     NAHIDA_QUEUE_PREFIX: prefix,
     TELEGRAM_BOT_TOKEN: TEST_BOT_TOKEN,
     TELEGRAM_API_ROOT: telegram.apiRoot,
@@ -109,7 +119,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
   /** The live replica holding the poller lock (its holder id carries its pid), else any live ingress. */
   async function pollerLeader(): Promise<Replica | undefined> {
     const tokenId = createHash("sha256").update(TEST_BOT_TOKEN).digest("hex").slice(0, 16);
-    const holder = await redis.get(`${prefix}:telegram:poller:${tokenId}`);
+    const holder = await redis.get(`${keyPrefix}:telegram:poller:${tokenId}`);
     const live = replicas.filter((r) => r.role === "ingress-telegram" && !r.killed);
     return live.find((r) => holder?.split(":")[1] === String(r.proc.pid)) ?? live[0];
   }
@@ -120,6 +130,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
     openai,
     redis,
     prefix,
+    keyPrefix,
     replicas,
     crashes,
     start,
@@ -135,7 +146,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
       starting.set(role, replacement);
       await replacement;
     },
-    wipeRedis: () => clearQueuePrefix(redis, prefix),
+    wipeRedis: () => clearQueuePrefix(redis, keyPrefix),
     async terminateBackends() {
       await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [
         new URL(t.url).pathname.slice(1),
@@ -148,7 +159,7 @@ export async function startDeployment(label: string, roles: Role[], env: Record<
       }
       await Promise.all(replicas.map((r) => r.proc.exited));
       await admin.end();
-      await clearQueuePrefix(redis, prefix);
+      await clearQueuePrefix(redis, keyPrefix);
       redis.disconnect();
       await telegram.close();
       await openai.close();

@@ -49,8 +49,12 @@ export async function dropDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Removes every Redis key under a queue prefix, on the server at `redisUrl` or through a client. */
-export async function clearQueuePrefix(redisUrlOrClient: string | import("ioredis").Redis, prefix: string): Promise<void> {
+/**
+ * Removes every Redis key under a queue prefix, on the server at `redisUrl` or through a
+ * client. On a cluster the prefix must be a hash tag (`{nahida}`): its keys are in one slot,
+ * whose master the script is sent to.
+ */
+export async function clearQueuePrefix(redisUrlOrClient: string | import("ioredis").Redis | import("ioredis").Cluster, prefix: string): Promise<void> {
   const { Redis } = await import("ioredis");
   const own = typeof redisUrlOrClient === "string";
   const redis = own ? new Redis(redisUrlOrClient) : redisUrlOrClient;
@@ -59,11 +63,13 @@ export async function clearQueuePrefix(redisUrlOrClient: string | import("ioredi
     // nothing): deleting key by key while workers run leaves half-deleted jobs (an id in a
     // list whose hash is gone, a hash that a script then re-creates without its name and
     // data), a state no real outage produces.
+    // A key of the prefix names the slot, and so the node, the script runs on.
     await redis.eval(
       `local keys = redis.call('KEYS', ARGV[1])
        for i = 1, #keys, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys))) end
        return #keys`,
-      0,
+      1,
+      `${prefix}:`,
       `${prefix}:*`,
     );
   } finally {

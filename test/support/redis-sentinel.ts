@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,8 +5,8 @@ import { Redis } from "ioredis";
 import type { RedisNode, RedisTarget } from "@nahida/queue";
 import { waitFor } from "./infra";
 import { freePort } from "./ports";
+import { killRedisServer, startRedisServer, stopRedisServers, type Server } from "./redis-servers";
 
-const REDIS_SERVER = "redis-server";
 const MASTER_NAME = "nahida-test";
 
 export interface SentinelGroup {
@@ -23,38 +22,6 @@ export interface SentinelGroup {
   close(): Promise<void>;
 }
 
-interface Server {
-  node: RedisNode;
-  child: ChildProcess;
-  exited: Promise<void>;
-  output(): string;
-}
-
-async function startServer(args: string[], port: number): Promise<Server> {
-  const child = spawn(REDIS_SERVER, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout!.on("data", (d) => (output += d));
-  child.stderr!.on("data", (d) => (output += d));
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  const probe = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on("error", () => undefined);
-  try {
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`redis-server ${args.join(" ")} exited:\n${output}`);
-      try {
-        if (probe.status !== "ready") await probe.connect();
-        return (await probe.ping()) === "PONG";
-      } catch {
-        probe.disconnect();
-        return false;
-      }
-    }, 10_000, `redis-server on port ${port}`);
-  } finally {
-    probe.disconnect();
-  }
-  return { node: { host: "127.0.0.1", port }, child, exited, output: () => output };
-}
-
 /**
  * A real Sentinel deployment on this machine: a master, one replica and three sentinels
  * (quorum 2) that call the master down after 1 s without an answer. Nothing is kept on
@@ -64,16 +31,15 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
   const dir = await mkdtemp(join(tmpdir(), "nahida-sentinel-"));
   const servers: Server[] = [];
   const stopAll = async () => {
-    for (const s of servers) s.child.kill("SIGKILL");
-    await Promise.all(servers.map((s) => s.exited));
+    await stopRedisServers(servers);
     await rm(dir, { recursive: true, force: true });
   };
   try {
     const common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
     const masterPort = await freePort();
-    servers.push(await startServer(["--port", String(masterPort), ...common], masterPort));
+    servers.push(await startRedisServer(["--port", String(masterPort), ...common], masterPort));
     const replicaPort = await freePort();
-    servers.push(await startServer(["--port", String(replicaPort), ...common, "--replicaof", "127.0.0.1", String(masterPort)], replicaPort));
+    servers.push(await startRedisServer(["--port", String(replicaPort), ...common, "--replicaof", "127.0.0.1", String(masterPort)], replicaPort));
     const sentinels: RedisNode[] = [];
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
@@ -92,7 +58,7 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
           "",
         ].join("\n"),
       );
-      servers.push(await startServer([config, "--sentinel"], port));
+      servers.push(await startRedisServer([config, "--sentinel"], port));
       sentinels.push({ host: "127.0.0.1", port });
     }
     const target: RedisTarget = { kind: "sentinel", sentinels, name: MASTER_NAME };
@@ -131,21 +97,13 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
       env: { REDIS_SENTINELS: sentinels.map((s) => `${s.host}:${s.port}`).join(","), REDIS_SENTINEL_NAME: MASTER_NAME },
       target,
       connect() {
-        const client = new Redis({ sentinels: sentinels.map((s) => ({ ...s })), name: MASTER_NAME, failoverDetector: true });
+        const client = new Redis({ sentinels: sentinels.map((s) => ({ ...s })), name: MASTER_NAME });
         // Through a failover it reconnects; the refused attempts are expected.
         client.on("error", () => undefined);
         return client;
       },
       master: askSentinel,
-      async killMaster() {
-        const node = await askSentinel();
-        const server = servers.find((s) => s.node.port === node.port);
-        if (!server) throw new Error(`the sentinels name ${node.host}:${node.port}, which this group did not start`);
-        const killedAt = Date.now();
-        server.child.kill("SIGKILL");
-        await server.exited;
-        return { node, killedAt };
-      },
+      killMaster: async () => killRedisServer(servers, await askSentinel()),
       close: stopAll,
     };
   } catch (error) {

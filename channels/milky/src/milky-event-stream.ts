@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { WebSocket } from "ws";
 import { z } from "zod";
 import { systemClock, type Clock, type Readiness } from "@nahida/contracts";
@@ -16,7 +16,7 @@ export interface MilkyEventStreamOptions {
   /** One `/event` connection per account across replicas. */
   leadership: RedisLeadership;
   api: MilkyApiClient;
-  redis: Redis;
+  redis: Redis | Cluster;
   /**
    * Where the chats seen lately and their last message_seq are kept (a hash), and, under
    * `<key>:gaps`, each chat's open gap: the seq after which its catch-up must look.

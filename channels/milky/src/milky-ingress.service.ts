@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import Fastify, { type FastifyBaseLogger } from "fastify";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { GetLoginInfoOutput } from "@saltify/milky-types";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
@@ -22,7 +22,7 @@ export interface MilkyIngressOptions {
   transport: "websocket" | "sse" | "webhook";
   /** The instance name: the ChatAddress channel of this account's chats. Default `milky`. */
   channel?: string;
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Queue prefix; namespaces the connection lock and the backfill's chat list in Redis. */
   prefix: string;
   logger: Logger;

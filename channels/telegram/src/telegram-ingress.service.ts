@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import { Api, GrammyError } from "grammy";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { ChannelStartError } from "@nahida/channels";
 import { isChannelName, recoveryTimings, type Readiness } from "@nahida/contracts";
 import { errorHandlerPlugin, jsonBodyPlugin, serverOptions } from "@nahida/http";
@@ -26,7 +26,7 @@ export interface TelegramIngressOptions {
    * de-duplication. Give each bot of a deployment its own. Default `telegram`.
    */
   channel?: string;
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Queue prefix; namespaces the poller lock and offset in Redis. */
   prefix: string;
   logger: Logger;

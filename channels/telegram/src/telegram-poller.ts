@@ -1,6 +1,6 @@
 import { GrammyError, HttpError, type Api } from "grammy";
 import type { Update } from "grammy/types";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Readiness } from "@nahida/contracts";
 import type { Logger } from "@nahida/observability";
 import { LeaderLoop, sleep, type RedisLeadership } from "@nahida/queue";
@@ -10,7 +10,7 @@ export interface TelegramPollerOptions {
   api: Api;
   /** One poller per bot token, or Telegram answers 409 to the second one. */
   leadership: RedisLeadership;
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Where the next offset is kept, so a new leader resumes instead of starting over. */
   offsetKey: string;
   acceptUpdate: AcceptUpdate;

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { ServerFrame } from "./web-chat.protocol";
 
 /**
@@ -8,7 +8,7 @@ import type { ServerFrame } from "./web-chat.protocol";
 export const chatTopic = (prefix: string, chatAddress: string) => `${prefix}:webchat:${chatAddress}`;
 
 /** Publishes a frame to whichever replicas hold sockets of the chat; resolves to how many got it. */
-export function publishToChat(redis: Redis, prefix: string, chatAddress: string, frame: ServerFrame): Promise<number> {
+export function publishToChat(redis: Redis | Cluster, prefix: string, chatAddress: string, frame: ServerFrame): Promise<number> {
   return redis.publish(chatTopic(prefix, chatAddress), JSON.stringify(frame));
 }
 
@@ -28,7 +28,7 @@ export class WebChatHub {
   private connectedBefore = false;
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly subscriber: Redis | Cluster,
     private readonly prefix: string,
     onReconnected: () => void,
   ) {

@@ -1,5 +1,5 @@
 import type { WebSocket } from "ws";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { ChatTranscript } from "@nahida/channels";
 import { formatChatAddress, type Clock } from "@nahida/contracts";
 import type { Intake } from "@nahida/ingress";
@@ -21,7 +21,7 @@ export interface WebChatSocketContext {
   channel: string;
   config: WebEnv;
   intake: Intake;
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   hub: WebChatHub;
   transcript: ChatTranscript;

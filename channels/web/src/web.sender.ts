@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { ReplyError } from "ioredis";
 import { ChannelSendError, type ChannelSender, type SendProgress } from "@nahida/channels";
 import { formatChatAddress, type ChatAddress, type Clock, type OutboundMessage } from "@nahida/contracts";
@@ -10,7 +10,7 @@ const PASSING_REPLIES = new Set(["LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "
 
 export interface WebSenderOptions {
   channel: string;
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   clock: Clock;
 }

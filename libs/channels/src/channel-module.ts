@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from "fastify";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { z } from "zod";
 import type { ChatTranscriptEntry, Readiness } from "@nahida/contracts";
 import type { Intake } from "@nahida/ingress";
@@ -20,7 +20,7 @@ export interface ChannelSenderDeps {
   /** Attachments given as paths are resolved inside this directory. */
   workspaceDir?: string;
   /** The shared Redis, for a channel whose platform is Nahida's own (the web chat publishes answers through it). */
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Queue prefix; namespaces what the sender keeps or publishes in Redis. */
   prefix: string;
 }
@@ -28,7 +28,7 @@ export interface ChannelSenderDeps {
 export interface ChannelIngressDeps {
   /** Every inbound event is stored and enqueued through it. */
   intake: Intake;
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Queue prefix; namespaces whatever the ingress keeps in Redis (locks, offsets). */
   prefix: string;
   logger: Logger;
@@ -62,9 +62,9 @@ export interface ChannelRouteDeps {
   /** Every inbound event is stored and enqueued through it. */
   intake: Intake;
   /** The shared Redis (rate limits, publishing). */
-  redis: Redis;
+  redis: Redis | Cluster;
   /** A new Redis connection for a subscriber (pub/sub holds its connection); closed by the launcher. */
-  createSubscriber(purpose: string): Redis;
+  createSubscriber(purpose: string): Redis | Cluster;
   /** Queue prefix; namespaces what the routes keep in Redis. */
   prefix: string;
   /** The chat's recent messages, for a page that shows a conversation. */

@@ -89,9 +89,14 @@ export const baseEnvSchema = z.object({
    * Every connection asks them for the current master and follows a failover.
    */
   REDIS_SENTINELS: hostPortList.optional(),
+  /**
+   * Redis Cluster in place of REDIS_URL: `host:port` of some of its nodes, comma-separated
+   * (the rest are found through them). Every key then carries the queue prefix as a hash tag.
+   */
+  REDIS_CLUSTER_NODES: hostPortList.optional(),
   /** The master group the sentinels watch (`sentinel monitor <name> ...`). */
   REDIS_SENTINEL_NAME: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 characters of letters, digits, _ . -").default("mymaster"),
-  /** The Redis servers' ACL user and password behind Sentinel (with REDIS_URL they are in the URL). */
+  /** The Redis servers' ACL user and password behind Sentinel or in a cluster (with REDIS_URL they are in the URL). */
   REDIS_USERNAME: z.string().optional(),
   REDIS_PASSWORD: z.string().optional(),
   /** The sentinels' own ACL user and password, when they require one. */

@@ -1,5 +1,5 @@
 import { InboundMessage, MessageContext, parseChatAddress, parseCommand, storableJson } from "@nahida/contracts";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { isDataError, laneKeyForChat, type InboundMessageRepository, type InboundQuarantineRepository, type LaneAppend } from "@nahida/db";
 import { interruptLane, supersedeLane, wakeLane } from "@nahida/lanes";
 import { currentTraceparent, withSpan, type InboundMetrics } from "@nahida/observability";
@@ -236,7 +236,7 @@ export function createLaneIntake(o: {
   inbound: IntakeOptions["inbound"];
   quarantine: IntakeOptions["quarantine"];
   lanes: TypedQueue<"lanes">;
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   metrics?: InboundMetrics;
   dedupeWindowMs?: number;

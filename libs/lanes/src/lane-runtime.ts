@@ -1,5 +1,5 @@
 import type { Job, Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { isConflictAbort, isOutage, type FencedPart, type Tx } from "@nahida/db";
 import { recoveryTimings, type LaneMode, type Readiness, type RecoveryTimings } from "@nahida/contracts";
 import type { Telemetry } from "bullmq";
@@ -88,7 +88,7 @@ export interface LaneRuntimeOptions {
   /** Producer for the `lanes` queue (wake-ups). */
   wakeQueue: TypedQueue<"lanes">;
   /** Blocking Redis connection for the consumer. */
-  consumerConnection: Redis;
+  consumerConnection: Redis | Cluster;
   prefix: string;
   /** Identifies this process in leases and run records (host:pid:random). */
   workerId: string;
@@ -135,7 +135,7 @@ export async function wakeLane(wakeQueue: TypedQueue<"lanes">, laneKey: string):
 export const laneInterruptChannel = (prefix: string) => `${prefix}:lanes:abort`;
 
 /** Aborts the run in progress in a lane, wherever it runs (its worker subscribes to {@link laneInterruptChannel}). */
-export async function interruptLane(redis: Redis, prefix: string, laneKey: string): Promise<void> {
+export async function interruptLane(redis: Redis | Cluster, prefix: string, laneKey: string): Promise<void> {
   await redis.publish(laneInterruptChannel(prefix), laneKey);
 }
 
@@ -146,7 +146,7 @@ export const laneSupersedeChannel = (prefix: string) => `${prefix}:lanes:superse
  * Supersedes the run in progress in a lane by the item at `seq`, wherever it runs: a run
  * that already took that item is left alone.
  */
-export async function supersedeLane(redis: Redis, prefix: string, laneKey: string, seq: bigint): Promise<void> {
+export async function supersedeLane(redis: Redis | Cluster, prefix: string, laneKey: string, seq: bigint): Promise<void> {
   await redis.publish(laneSupersedeChannel(prefix), `${seq} ${laneKey}`);
 }
 

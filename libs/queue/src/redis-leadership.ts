@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 
 // Extend or release only while the key still holds our id: a lock that expired and was
 // taken by another replica must not be touched.
@@ -11,7 +11,7 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
  */
 export class RedisLeadership {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly key: string,
     private readonly holderId: string,
     readonly ttlMs: number,

@@ -1,12 +1,12 @@
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job, type JobsOptions, type Telemetry } from "bullmq";
 import { BullMQOtel } from "bullmq-otel";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { secondsSince, type QueueMetrics } from "@nahida/observability";
 import { jobCatalog, type JobDefinition, type JobName, type JobPayload, type QueueName, type Readiness } from "@nahida/contracts";
 
 export interface QueueOptions {
   /** Redis connection for producers (non-blocking commands). */
-  connection: Redis;
+  connection: Redis | Cluster;
   /** Key prefix isolating deployments and test runs that share a Redis. */
   prefix: string;
   /** Trace propagation through the jobs ({@link createQueueTelemetry}); none when tracing is off. */
@@ -125,7 +125,7 @@ export type JobHandlers<Q extends QueueName> = {
 
 export interface ConsumerOptions {
   /** Blocking Redis connection (`maxRetriesPerRequest: null`). */
-  connection: Redis;
+  connection: Redis | Cluster;
   prefix: string;
   concurrency: number;
   /** How long a job lock lives without renewal; a dead worker's job is retried after it (`RecoveryTimings.jobLockMs`). */
@@ -213,7 +213,7 @@ export function consumerReadiness(worker: Worker | undefined, queue: QueueName):
 export type Queues = { [Q in QueueName]: TypedQueue<Q> };
 
 /** A producer for every queue of the job catalog, sharing one connection. */
-export function createQueues(connection: Redis, prefix: string, telemetry?: Telemetry): Queues {
+export function createQueues(connection: Redis | Cluster, prefix: string, telemetry?: Telemetry): Queues {
   const options: QueueOptions = { connection, prefix, ...(telemetry ? { telemetry } : {}) };
   return {
     lanes: new TypedQueue("lanes", options),

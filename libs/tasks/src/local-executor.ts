@@ -1,11 +1,11 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { encodeLaneItem, taskLaneKey, type AgentRunExecutor } from "@nahida/contracts";
 import { Prisma, laneAppendCtes, type Tx } from "@nahida/db";
 import { interruptLane } from "@nahida/lanes";
 
 export interface LocalExecutorOptions {
   /** Publishes the interrupt that aborts a child's run wherever it runs. */
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
 }
 

@@ -1,5 +1,5 @@
 import type { Telemetry } from "bullmq";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Clock, Readiness, RecoveryTimings } from "@nahida/contracts";
 import type { Database, Repositories } from "@nahida/db";
 import { LaneRuntime, LaneStore, laneInterruptChannel, laneSupersedeChannel, readSupersede, wakeLane } from "@nahida/lanes";
@@ -37,9 +37,9 @@ export interface AgentWorkerOptions {
   subagents?: Partial<SubagentLimits> & { maxRunning?: number; sweepMs?: number; ledger?: TaskLedger };
   clock: Clock;
   /** Non-blocking Redis for producers, flags and publishing. */
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Creates blocking / subscriber connections this service owns. */
-  createConnection: (purpose: string) => Redis;
+  createConnection: (purpose: string) => Redis | Cluster;
   prefix: string;
   queues: { lanes: TypedQueue<"lanes">; outbound: TypedQueue<"outbound"> };
   workerId: string;
@@ -104,7 +104,7 @@ export async function startAgentWorker(o: AgentWorkerOptions): Promise<RunningAg
     wake: (laneKey) => wakeLane(o.queues.lanes, laneKey),
     transaction: (fn) => o.db.prisma.$transaction(fn),
   });
-  const owned: Redis[] = [];
+  const owned: (Redis | Cluster)[] = [];
   const connection = (purpose: string) => {
     const redis = o.createConnection(purpose);
     owned.push(redis);

@@ -1,5 +1,5 @@
 import { DelayedError, type Telemetry, type Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { DeliveryRepository } from "@nahida/db";
 import { withSpan, type DeliveryMetrics, type Logger, type QueueMetrics } from "@nahida/observability";
 import { consumerReadiness, createConsumer, type TypedQueue } from "@nahida/queue";
@@ -10,7 +10,7 @@ import { startDeliverySweeper } from "./delivery.sweeper";
 
 export interface DeliveryServiceOptions {
   deliveries: DeliveryRepository;
-  createConnection: (purpose: string) => Redis;
+  createConnection: (purpose: string) => Redis | Cluster;
   prefix: string;
   outboundQueue: TypedQueue<"outbound">;
   registry: ChannelRegistry;

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { ChannelRoutes } from "@nahida/channels";
 import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
@@ -53,7 +53,7 @@ export interface ApiOptions {
   /** `POST /api/deliveries/:id/retry`: the outbox's retry. */
   retryDelivery: DeliveryRouteOptions["retry"];
   /** Shared Redis for the per-token rate limit. */
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   rateLimitPerMinute: number;
   /** How long a token lookup is trusted; a revocation on another replica takes effect within it. Default 5 s. */

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { ChannelRoutes } from "@nahida/channels";
 import type { PluginView } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
@@ -31,7 +31,7 @@ export interface GatewayOptions {
   ledger: TaskLedger;
   /** Cron job writes (checks, quota) for the /api/cron routes. */
   cronJobs: CronJobs;
-  redis: Redis;
+  redis: Redis | Cluster;
   logger: Logger;
   prefix: string;
   rateLimitPerMinute: number;

@@ -271,17 +271,33 @@ describe("launcher environment: Redis Sentinel", () => {
     });
     const plain = parseEnv(launcherSchema, { REDIS_URL: "redis://redis:6379" });
     expect(plain.ok && plain.value.redis).toEqual({ kind: "url", url: "redis://redis:6379" });
+    const cluster = parseEnv(launcherSchema, { REDIS_CLUSTER_NODES: "redis-0:6379,redis-1:6379", REDIS_PASSWORD: "p" });
+    expect(cluster.ok && cluster.value.redis).toEqual({ kind: "cluster", nodes: [{ host: "redis-0", port: 6379 }, { host: "redis-1", port: 6379 }], password: "p" });
   });
 
   it("refuses both ways at once, bad sentinel lists, and credentials the URL should carry", () => {
     expect(issues({ REDIS_SENTINELS: "a:26379", REDIS_URL: "redis://redis:6379" })).toEqual([
-      "  REDIS_SENTINELS: set either REDIS_URL (one Redis server) or REDIS_SENTINELS (a Sentinel group), not both",
+      "  REDIS_SENTINELS: set one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES, not REDIS_URL and REDIS_SENTINELS",
     ]);
+    expect(issues({ REDIS_SENTINELS: "a:26379", REDIS_CLUSTER_NODES: "b:6379" })).toEqual([
+      "  REDIS_CLUSTER_NODES: set one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES, not REDIS_SENTINELS and REDIS_CLUSTER_NODES",
+    ]);
+    expect(issues({ REDIS_CLUSTER_NODES: "b:6379", REDIS_SENTINEL_NAME: "x" })).toEqual(["  REDIS_SENTINEL_NAME: is read only with REDIS_SENTINELS"]);
     for (const bad of ["a", "a:0", "a:70000", "a:26379,b", ":26379", " , "]) {
       expect(issues({ REDIS_SENTINELS: bad })[0], bad).toMatch(/^ {2}REDIS_SENTINELS: must (be host:port pairs|name at least one)/);
     }
     expect(issues({ REDIS_PASSWORD: "x" })).toEqual([
-      "  REDIS_PASSWORD: is read only with REDIS_SENTINELS (with REDIS_URL, credentials go in the URL: redis://user:password@host:6379)",
+      "  REDIS_PASSWORD: is read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES (with REDIS_URL, credentials go in the URL: redis://user:password@host:6379)",
+    ]);
+  });
+});
+
+describe("launcher environment: rules across variables", () => {
+  it("reports every broken rule at once", () => {
+    expect(issues({ NAHIDA_RETENTION_INBOUND_DAYS: "2", NAHIDA_DEDUPE_WINDOW_MS: String(3 * 86_400_000), REDIS_PASSWORD: "x", DATABASE_POOLER: "transaction" }).map((line) => line.split(":")[0])).toEqual([
+      "  REDIS_PASSWORD",
+      "  NAHIDA_RETENTION_INBOUND_DAYS",
+      "  DATABASE_DIRECT_URL",
     ]);
   });
 });

@@ -67,25 +67,33 @@ const fixedEnvSchema = z.object({
   NAHIDA_SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
 });
 
-/** Redis is one server (REDIS_URL) or a Sentinel group (REDIS_SENTINELS), never both; credentials by variable only for the latter. */
+const REDIS_WAYS = ["REDIS_URL", "REDIS_SENTINELS", "REDIS_CLUSTER_NODES"] as const;
+
+/**
+ * Redis is one server (REDIS_URL), a Sentinel group (REDIS_SENTINELS) or a cluster
+ * (REDIS_CLUSTER_NODES), one of them; credentials by variable only for the last two.
+ */
 function redisIssues(raw: Record<string, string>): EnvIssue[] {
-  if (raw.REDIS_SENTINELS === undefined) {
-    return ["REDIS_USERNAME", "REDIS_PASSWORD", "REDIS_SENTINEL_NAME", "REDIS_SENTINEL_USERNAME", "REDIS_SENTINEL_PASSWORD"]
-      .filter((name) => raw[name] !== undefined)
-      .map((variable) => ({ variable, message: "is read only with REDIS_SENTINELS (with REDIS_URL, credentials go in the URL: redis://user:password@host:6379)" }));
-  }
-  if (raw.REDIS_URL !== undefined) return [{ variable: "REDIS_SENTINELS", message: "set either REDIS_URL (one Redis server) or REDIS_SENTINELS (a Sentinel group), not both" }];
-  return [];
+  const set = REDIS_WAYS.filter((name) => raw[name] !== undefined);
+  if (set.length > 1) return [{ variable: set.at(-1)!, message: `set one of ${REDIS_WAYS.join(", ")}, not ${set.join(" and ")}` }];
+  const only = (names: string[], message: string) => names.filter((name) => raw[name] !== undefined).map((variable) => ({ variable, message }));
+  return [
+    ...(set[0] === "REDIS_SENTINELS" ? [] : only(["REDIS_SENTINEL_NAME", "REDIS_SENTINEL_USERNAME", "REDIS_SENTINEL_PASSWORD"], "is read only with REDIS_SENTINELS")),
+    ...(set.length === 0 || set[0] === "REDIS_URL"
+      ? only(["REDIS_USERNAME", "REDIS_PASSWORD"], "is read only with REDIS_SENTINELS or REDIS_CLUSTER_NODES (with REDIS_URL, credentials go in the URL: redis://user:password@host:6379)")
+      : []),
+  ];
 }
 
 function redisTarget(env: z.infer<typeof fixedEnvSchema>): RedisTarget {
+  const credentials = { ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME } : {}), ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD } : {}) };
+  if (env.REDIS_CLUSTER_NODES) return { kind: "cluster", nodes: env.REDIS_CLUSTER_NODES, ...credentials };
   if (!env.REDIS_SENTINELS) return { kind: "url", url: env.REDIS_URL };
   return {
     kind: "sentinel",
     sentinels: env.REDIS_SENTINELS,
     name: env.REDIS_SENTINEL_NAME,
-    ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME } : {}),
-    ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD } : {}),
+    ...credentials,
     ...(env.REDIS_SENTINEL_USERNAME ? { sentinelUsername: env.REDIS_SENTINEL_USERNAME } : {}),
     ...(env.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: env.REDIS_SENTINEL_PASSWORD } : {}),
   };
@@ -109,15 +117,14 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
     // Deleting an inbound message forgets its platform identity: a redelivery of it within
     // the dedupe window would then be taken for a new message.
     const f = fixed.data;
+    const crossIssues: EnvIssue[] = redisIssues(raw);
     if (f && f.NAHIDA_RETENTION_INBOUND_DAYS !== 0 && f.NAHIDA_RETENTION_INBOUND_DAYS * 86_400_000 < f.NAHIDA_DEDUPE_WINDOW_MS) {
-      ctx.addIssue({ code: "custom", path: ["NAHIDA_RETENTION_INBOUND_DAYS"], message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${f.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
-      return z.NEVER;
+      crossIssues.push({ variable: "NAHIDA_RETENTION_INBOUND_DAYS", message: `must keep inbound messages at least as long as NAHIDA_DEDUPE_WINDOW_MS (${f.NAHIDA_DEDUPE_WINDOW_MS} ms), or 0` });
     }
-    const redisProblems = redisIssues(raw);
-    for (const issue of redisProblems) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
     const migrations = f ? migrationDatabase(f) : undefined;
-    if (migrations?.ok === false) ctx.addIssue({ code: "custom", path: [migrations.error.variable], message: migrations.error.message });
-    if (!fixed.success || !migrations?.ok || listed?.success === false || issues.length > 0 || redisProblems.length > 0) return z.NEVER;
+    if (migrations?.ok === false) crossIssues.push(migrations.error);
+    for (const issue of crossIssues) ctx.addIssue({ code: "custom", path: [issue.variable], message: issue.message });
+    if (!fixed.success || !migrations?.ok || listed?.success === false || issues.length > 0 || crossIssues.length > 0) return z.NEVER;
     const hasInstance = (service: ServiceName) => !isIngressService(service) || channels.some((c) => ingressServiceName(c.kind) === service);
     return {
       ...fixed.data,
@@ -128,7 +135,7 @@ export function launcherEnvSchema(modules: readonly ChannelModule[]) {
       channels,
       /** Where the migrations go: DATABASE_DIRECT_URL, else DATABASE_URL. */
       migrations: migrations.value,
-      /** Where Redis is: REDIS_URL, or the master REDIS_SENTINELS name. */
+      /** Where Redis is: REDIS_URL, the master REDIS_SENTINELS name, or the cluster of REDIS_CLUSTER_NODES. */
       redis: redisTarget(fixed.data),
     };
   });

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { createOpenAiLlm, startAgentWorker, type AgentWorkerOptions } from "@nahida/agent-worker";
 import { DEFAULT_LEASE_MS, recoveryTimings, systemClock, type Readiness } from "@nahida/contracts";
 import { createDatabase, createRepositories, type Database } from "@nahida/db";
@@ -12,7 +12,7 @@ import { startGateway } from "@nahida/gateway";
 import { createLaneIntake } from "@nahida/ingress";
 import { LaneStore, wakeLane } from "@nahida/lanes";
 import { createMetrics, type Logger, type NahidaMetrics } from "@nahida/observability";
-import { RedisLeadership, createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts, queueWorkerCounts } from "@nahida/queue";
+import { RedisLeadership, clusterQueuePrefix, createQueueTelemetry, createQueues, createRedis, pingRedis, queueJobCounts, queueWorkerCounts } from "@nahida/queue";
 import type { ToolDefinition } from "@nahida/plugin-sdk";
 import { startJanitor, startScheduler } from "@nahida/scheduler";
 import { TaskLedger, localExecutor } from "@nahida/tasks";
@@ -69,15 +69,28 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
     await db.close();
     throw error;
   }
-  const connections: Redis[] = [];
+  const connections: (Redis | Cluster)[] = [];
+  let stopping = false;
   const createConnection = (purpose: string, blocking = true) => {
     const redis = createRedis({ target: env.redis, blocking, connectionName: `nahida:${purpose}:${instance}` });
     redis.on("error", (e) => logger.warn({ err: e.message, purpose }, "redis error"));
+    // ioredis gives a connection up for good when its reconnect is interrupted (a failover
+    // announced while it asks the sentinels, a blocking command's watchdog); every later
+    // command then fails with "Connection is closed." Until this process stops, it is
+    // connected again.
+    redis.on("end", () => {
+      if (stopping) return;
+      logger.warn({ purpose }, "redis connection ended; connecting again");
+      setTimeout(() => {
+        if (!stopping && redis.status === "end") redis.connect().catch(() => undefined);
+      }, 1_000).unref();
+    });
     connections.push(redis);
     return redis;
   };
   const redis = createConnection("shared", false);
-  const prefix = env.NAHIDA_QUEUE_PREFIX;
+  // On a cluster every key carries the prefix as a hash tag: one slot for all of them.
+  const prefix = env.redis.kind === "cluster" ? clusterQueuePrefix(env.NAHIDA_QUEUE_PREFIX) : env.NAHIDA_QUEUE_PREFIX;
   const timings = recoveryTimings(env.NAHIDA_LEASE_MS ?? env.LANE_LEASE_MS ?? DEFAULT_LEASE_MS);
   // Jobs carry their trace only when this process traces; otherwise BullMQ adds nothing.
   const telemetry = env.tracing ? createQueueTelemetry() : undefined;
@@ -339,6 +352,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   };
 
   const closeClients = async () => {
+    stopping = true;
     await Promise.all(Object.values(queues).map((q) => q.close().catch(() => undefined)));
     await db.close();
     for (const connection of connections) connection.disconnect();
@@ -364,6 +378,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
       running.unshift({ name: "health", stop: health.stop });
     }
   } catch (error) {
+    stopping = true;
     for (const service of running.reverse()) await service.stop().catch(() => undefined);
     await closeClients();
     throw error;
@@ -372,6 +387,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   // Stop in start order: intake (gateway, ingress) first, delivery last, so the replies
   // of runs that finish while stopping still go out.
   result.stop = async () => {
+    stopping = true;
     for (const service of running) {
       await service.stop().catch((e) => logger.error({ service: service.name, err: (e as Error).message }, "stop failed"));
     }

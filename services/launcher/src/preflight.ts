@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from "ioredis";
-import { describeRedisTarget, redisTargetOptions, type RedisTarget } from "@nahida/queue";
+import { createCluster, describeRedisTarget, redisTargetOptions, type RedisTarget } from "@nahida/queue";
 import { checkSessionTimeZone, migrate, type Database } from "@nahida/db";
 
 /** A startup failure worth one line to the operator, naming the variable to fix. */
@@ -87,17 +87,28 @@ export async function checkRedis(target: RedisTarget, timeoutMs = 5_000): Promis
     sentinelRetryStrategy: () => null,
     connectTimeout: timeoutMs,
   };
-  const redis = target.kind === "url" ? new Redis(target.url, options) : new Redis(options);
+  const redis =
+    target.kind === "cluster"
+      ? createCluster(target.nodes, { ...redisTargetOptions(target), maxRetriesPerRequest: 0, connectTimeout: timeoutMs }, { lazyConnect: true, clusterRetryStrategy: () => null })
+      : target.kind === "url"
+        ? new Redis(target.url, options)
+        : new Redis(options);
   // The socket error (ECONNREFUSED, ENOTFOUND) arrives as an event; connect() only says "closed".
   let socketError: unknown;
   redis.on("error", (error) => {
+    socketError ??= error;
+  });
+  // A sentinel that answers but knows no such master says so only here; connect() then
+  // says that every sentinel is unreachable.
+  redis.on("sentinelError", (error) => {
     socketError ??= error;
   });
   try {
     await redis.connect();
     await redis.ping();
   } catch (error) {
-    throw new PreflightError(target.kind === "url" ? "REDIS_URL" : "REDIS_SENTINELS", `cannot reach Redis at ${describeRedisTarget(target)}: ${describe(socketError ?? error)}`);
+    const variable = { url: "REDIS_URL", sentinel: "REDIS_SENTINELS", cluster: "REDIS_CLUSTER_NODES" }[target.kind];
+    throw new PreflightError(variable, `cannot reach Redis at ${describeRedisTarget(target)}: ${describe(socketError ?? error)}`);
   } finally {
     redis.disconnect();
   }

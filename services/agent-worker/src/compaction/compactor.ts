@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { newRowId, type CompactionReason, type Turn } from "@nahida/db";
 import { withSpan, type CompactionMetrics } from "@nahida/observability";
 import type { ChatMessage, LlmClient } from "../agent/llm.client";
@@ -16,7 +16,7 @@ export interface CompactorOptions {
   /** Estimated tokens of the tool specs sent with every request. */
   toolsTokens: number;
   /** Where a failed summary's backoff is kept, so a failing summarizer is not called on every message. */
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   /** How long after a failed summary the session is only truncated. Default 10 minutes. */
   backoffMs?: number;

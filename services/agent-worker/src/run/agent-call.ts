@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { NewTurn } from "@nahida/db";
 import { RunStoppedError } from "@nahida/lanes";
 import type { TypedQueue } from "@nahida/queue";
@@ -51,7 +51,7 @@ export interface AgentCallerOptions extends ToolOutboxOptions {
   /** For the best-effort "typing…" indicator, which has no row. */
   outbound: TypedQueue<"outbound">;
   /** Marks a run `/stop` stopped, for the `/stop` that follows ({@link stoppedKey}). */
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   /** The lane's attempt limit; on the last attempt an LLM failure is answered, not retried. */
   maxAttempts: number;

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { isTerminalTask } from "@nahida/contracts";
 import type { CronJobs } from "@nahida/cron";
 import type { BackgroundTaskRepository, CronRepository } from "@nahida/db";
@@ -17,7 +17,7 @@ export interface ChatCommandsOptions {
   /** Checks the changes `/cron` makes; they are written in the run's commit. */
   cronJobs: CronJobs;
   /** Reads the mark a stopped run left (`/stop`). */
-  redis: Redis;
+  redis: Redis | Cluster;
   prefix: string;
   model: string | null;
   /** The session's sub-agents, which `/stop` ends. */

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import cookie, { Signer } from "@fastify/cookie";
 import fp from "fastify-plugin";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { NahidaError } from "@nahida/contracts";
 
 export const SESSION_COOKIE = "nahida_session";
@@ -36,7 +36,7 @@ const sha256 = (value: string) => createHash("sha256").update(value).digest("hex
  */
 export class BrowserSessions {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly keyPrefix: string,
   ) {}
 
@@ -109,12 +109,12 @@ export class CookieSigner {
 
   private constructor(
     private current: string,
-    private readonly shared?: { redis: Redis; key: string },
+    private readonly shared?: { redis: Redis | Cluster; key: string },
   ) {
     this.signer = new Signer([current]);
   }
 
-  static async start(redis: Redis, keyPrefix: string, configured?: string): Promise<CookieSigner> {
+  static async start(redis: Redis | Cluster, keyPrefix: string, configured?: string): Promise<CookieSigner> {
     if (configured) return new CookieSigner(configured);
     const signer = new CookieSigner("", { redis, key: `${keyPrefix}:browser-session:secret` });
     await signer.refresh();
@@ -145,7 +145,7 @@ export class CookieSigner {
 }
 
 /** Registers cookie parsing and signing, and `app.browserSessions`, for the whole gateway. */
-export const browserSessionsPlugin = fp<{ redis: Redis; keyPrefix: string; signer: CookieSigner }>(async (app, o) => {
+export const browserSessionsPlugin = fp<{ redis: Redis | Cluster; keyPrefix: string; signer: CookieSigner }>(async (app, o) => {
   await app.register(cookie, { secret: o.signer.cookieSecret });
   app.decorate("browserSessions", new BrowserSessions(o.redis, o.keyPrefix));
 });

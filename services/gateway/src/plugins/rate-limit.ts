@@ -1,10 +1,10 @@
 import fp from "fastify-plugin";
 import rateLimit from "@fastify/rate-limit";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { NahidaError } from "@nahida/contracts";
 
 export interface RateLimitOptions {
-  redis: Redis;
+  redis: Redis | Cluster;
   /** Requests per token per minute, counted across all gateway replicas. */
   perMinute: number;
   prefix: string;
