@@ -228,7 +228,7 @@ describe("launcher", () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it("names DATABASE_URL when Postgres is unreachable, REDIS_URL when Redis is and REDIS_SENTINELS when no sentinel answers", async () => {
+  it("names DATABASE_URL when Postgres is unreachable, REDIS_URL when Redis is, REDIS_SENTINELS when no sentinel answers and REDIS_CLUSTER_NODES when no node does", async () => {
     const port = await freePort();
     const db = await runToExit({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/nahida` });
     expect(db.code).toBe(1);
@@ -243,5 +243,9 @@ describe("launcher", () => {
     const sentinel = await runToExit({ DATABASE_URL: freshDatabaseUrl(), REDIS_URL: "", REDIS_SENTINELS: `127.0.0.1:${port}` });
     expect(sentinel.code).toBe(1);
     expect(sentinel.stderr).toMatch(/^nahida: REDIS_SENTINELS: cannot reach Redis at master mymaster of sentinels 127\.0\.0\.1:\d+: .*sentinel/m);
+
+    const cluster = await runToExit({ DATABASE_URL: freshDatabaseUrl(), REDIS_URL: "", REDIS_CLUSTER_NODES: `127.0.0.1:${port}` });
+    expect(cluster.code).toBe(1);
+    expect(cluster.stderr).toMatch(/^nahida: REDIS_CLUSTER_NODES: cannot reach Redis at cluster nodes 127\.0\.0\.1:\d+: Failed to refresh slots cache/m);
   });
 });

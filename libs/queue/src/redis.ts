@@ -106,14 +106,18 @@ export function createRedis(options: RedisConnectionOptions): Redis | Cluster {
   return target.kind === "url" ? new Redis(target.url, single) : new Redis(single);
 }
 
-/** Redis readiness: a PING answered within `timeoutMs`. */
-export async function pingRedis(redis: Redis | Cluster, timeoutMs: number): Promise<Readiness> {
+/**
+ * Redis readiness: an answer within `timeoutMs` from the server that holds the deployment's
+ * keys. A cluster sends a PING to any master, which may answer while the prefix's slot has
+ * none; a read of a key under `prefix` goes to that slot's master.
+ */
+export async function pingRedis(redis: Redis | Cluster, timeoutMs: number, prefix?: string): Promise<Readiness> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
   });
   try {
-    await Promise.race([redis.ping(), timeout]);
+    await Promise.race([prefix === undefined ? redis.ping() : redis.exists(`${prefix}:probe`), timeout]);
     return { ok: true };
   } catch (error) {
     return { ok: false, reason: `redis unreachable: ${(error as Error).message}` };

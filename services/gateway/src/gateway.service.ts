@@ -68,7 +68,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   await server.register(app, {
     probes: [
       { name: "postgres", check: () => options.db.checkReady() },
-      { name: "redis", check: () => pingRedis(options.redis, 2_000) },
+      { name: "redis", check: () => pingRedis(options.redis, 2_000, options.prefix) },
     ],
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.channels ? { channels: options.channels } : {}),

@@ -366,7 +366,7 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
         probes: [
           // Postgres answers and every migration is applied.
           { name: "postgres", check: () => db.checkReady() },
-          { name: "redis", check: () => pingRedis(redis, 2_000) },
+          { name: "redis", check: () => pingRedis(redis, 2_000, prefix) },
           ...running.map((service) => ({ name: service.name, check: () => service.readiness?.() ?? { ok: true as const } })),
         ],
         logger,

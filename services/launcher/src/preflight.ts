@@ -14,10 +14,12 @@ export class PreflightError extends Error {
 }
 
 function describe(error: unknown): string {
-  const e = error as { code?: string; message?: string; errors?: { message?: string }[] };
+  const e = error as { code?: string; message?: string; errors?: { message?: string }[]; lastNodeError?: unknown };
   // pg reports an AggregateError (IPv4 + IPv6 attempts) with an empty message.
   const message = e.message || e.errors?.map((x) => x.message).join("; ") || String(error);
-  return e.code && !message.includes(e.code) ? `${e.code} ${message}` : message;
+  const described = e.code && !message.includes(e.code) ? `${e.code} ${message}` : message;
+  // ioredis' cluster says only "Failed to refresh slots cache."; the node's refusal is the cause.
+  return e.lastNodeError ? `${described} (${describe(e.lastNodeError)})` : described;
 }
 
 /** The server was there and ended the connection: admin shutdown, crash, still starting, or a dropped socket. */
@@ -103,13 +105,18 @@ export async function checkRedis(target: RedisTarget, timeoutMs = 5_000): Promis
   redis.on("sentinelError", (error) => {
     socketError ??= error;
   });
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await redis.connect();
-    await redis.ping();
+    // A cluster whose state is `fail` leaves connect() unsettled: bounded here.
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    await Promise.race([redis.connect().then(() => redis.ping()), timeout]);
   } catch (error) {
     const variable = { url: "REDIS_URL", sentinel: "REDIS_SENTINELS", cluster: "REDIS_CLUSTER_NODES" }[target.kind];
     throw new PreflightError(variable, `cannot reach Redis at ${describeRedisTarget(target)}: ${describe(socketError ?? error)}`);
   } finally {
+    clearTimeout(timer);
     redis.disconnect();
   }
 }
