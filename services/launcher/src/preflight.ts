@@ -65,10 +65,19 @@ export async function preparePostgres(databaseUrl: string, log: (message: string
  */
 export async function checkPooledSessions(pool: Database["pool"], databaseUrl: string): Promise<void> {
   let zone: string | null;
-  try {
-    zone = await checkSessionTimeZone(pool);
-  } catch (error) {
-    throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
+  // As in preparePostgres: a server that answered and then dropped the connection (a restart,
+  // an admin terminating backends) is asked again; one that cannot be reached fails at once.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      zone = await checkSessionTimeZone(pool);
+      break;
+    } catch (error) {
+      if (attempt < 10 && droppedByServer(error)) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        continue;
+      }
+      throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
+    }
   }
   if (zone !== null) {
     throw new PreflightError(
