@@ -145,12 +145,15 @@ describe("sub-agents through SIGKILLs on two agent workers", () => {
     expect(tasks).toHaveLength(1);
     expect(tasks[0]).toMatchObject({ status: "succeeded", adopted: true, consumed_by: "announce", result_turns: 1 });
     // The child ran once, though its parent's turn ran twice: one model call, and one more
-    // only if the kill also took the child's own run (its lane run then reads lost).
+    // only if the kill also took the child's own run (its lane run then reads lost) after
+    // that run had asked the model (a run lost before asking asks once, in its retry).
     const childLost = await db().query(
       "SELECT count(*)::int AS n FROM lane_runs r JOIN sessions s ON s.lane_key = r.lane_key WHERE s.id = $1 AND r.status = 'lost'",
       [tasks[0].child_session_id],
     );
-    expect(d.openai.requests.filter((r) => childTask(r) === "sleep 200 c")).toHaveLength(1 + childLost.rows[0].n);
+    const childCalls = d.openai.requests.filter((r) => childTask(r) === "sleep 200 c").length;
+    expect(childCalls).toBeGreaterThanOrEqual(1);
+    expect(childCalls).toBeLessThanOrEqual(1 + childLost.rows[0].n);
     // The result may be taken by the retried run itself (it came while the lane was held) or by the next.
     const runs = await db().query("SELECT status FROM lane_runs WHERE lane_key = $1 ORDER BY started_at", [laneOf(chat)]);
     expect(runs.rows.map((r) => r.status)).toEqual(["lost", ...runs.rows.slice(1).map(() => "succeeded")]);

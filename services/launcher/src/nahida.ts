@@ -74,10 +74,9 @@ export async function startNahida(env: LauncherEnv, logger: Logger, extensions: 
   const createConnection = (purpose: string, blocking = true) => {
     const redis = createRedis({ target: env.redis, blocking, connectionName: `nahida:${purpose}:${instance}` });
     redis.on("error", (e) => logger.warn({ err: e.message, purpose }, "redis error"));
-    // ioredis gives a connection up for good when its reconnect is interrupted (a failover
-    // announced while it asks the sentinels, a blocking command's watchdog); every later
-    // command then fails with "Connection is closed." Until this process stops, it is
-    // connected again.
+    // ioredis gives a connection up for good when a disconnect interrupts its reconnect
+    // (redisTargetOptions says where we met it); every later command then fails with
+    // "Connection is closed." Until this process stops, it is connected again.
     redis.on("end", () => {
       if (stopping) return;
       logger.warn({ purpose }, "redis connection ended; connecting again");
