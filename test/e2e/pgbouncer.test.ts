@@ -3,6 +3,7 @@ import { apiClient } from "../gateway/api-client";
 import { expectArrivalOrder } from "../support/arrival-order";
 import { pushPrivateText, startDeployment, type Deployment, type Role } from "../support/deployment";
 import { waitFor } from "../support/infra";
+import { ledgerSettled } from "../support/ledger";
 import { startPgBouncer, type PgBouncer } from "../support/pgbouncer";
 import { freePort } from "../support/ports";
 
@@ -62,13 +63,7 @@ describe("through PgBouncer 1.18 in transaction mode", () => {
     }, 15_000, "the API send to read sent");
     expect(delivery.attempts).toBe(1);
     // Nothing left to do before counting what came: no lane item open, no delivery unsent.
-    await waitFor(async () => {
-      const { rows } = await d.t.db.pool.query<{ open: number }>(
-        `SELECT (SELECT count(*)::int FROM lane_items WHERE status IN ('pending', 'running'))
-              + (SELECT count(*)::int FROM deliveries WHERE status IN ('queued', 'sending')) AS open`,
-      );
-      return rows[0]!.open === 0;
-    }, 15_000, "the ledger to have nothing left to do");
+    await ledgerSettled(d.t.url);
     expect(texts(920001)).toEqual(["pooled and answering"]);
     expect(texts(920002)).toEqual(["sent through the pooler"]);
     expect(texts(920003)).toEqual(["cron through the pooler"]);

@@ -1,6 +1,8 @@
 import { expect } from "vitest";
+import type { RedisNode } from "@nahida/queue";
 import { pushPrivateText, type Deployment } from "./deployment";
 import { waitFor } from "./infra";
+import { ledgerSettled } from "./ledger";
 
 export interface FailoverFigures {
   messages: number;
@@ -14,15 +16,24 @@ export interface FailoverFigures {
 
 /**
  * Messages to the fake Telegram at `perSecond`, one new chat each, whose answers name them;
- * once answers flow, `kill` (a Redis server), and traffic goes on for `afterKillMs` more.
- * Then every chat must have exactly one answer, its own, after the ledger has nothing left
- * to do (the positive marker before counting what came twice).
+ * once answers flow, `kill` (the Redis master `master` names), and traffic goes on for
+ * `afterKillMs` more. Then every chat must have exactly one answer, its own, after the
+ * ledger has nothing left to do (the positive marker before counting what came twice), and
+ * `master` must name another server. Prints the figures after `label`.
  */
 export async function expectAnsweredOnceThroughKill(
   d: Deployment,
-  options: { firstChat: number; perSecond: number; afterKillMs: number; kill: () => Promise<{ killedAt: number }> },
+  options: {
+    label: string;
+    firstChat: number;
+    perSecond: number;
+    afterKillMs: number;
+    master: () => Promise<RedisNode>;
+    kill: () => Promise<{ killedAt: number }>;
+  },
 ): Promise<FailoverFigures> {
   const { firstChat, perSecond } = options;
+  const before = await options.master();
   d.openai.onRequest((request) => ({ content: `answer to ${/question (m\d+)/.exec(JSON.stringify(request.body.messages.at(-1)?.content))?.[1]}` }));
   const ours = () => d.telegram.sent().filter((c) => Number(c.params.chat_id) >= firstChat);
   const pushedAt: number[] = [];
@@ -74,18 +85,7 @@ export async function expectAnsweredOnceThroughKill(
     const tails = d.replicas.map((r) => `--- ${r.role} pid ${r.proc.pid}:\n${r.proc.output().slice(-2_500)}`).join("\n");
     throw new Error(`${(error as Error).message}: ${missing.length} unanswered (${missing.slice(0, 5).join(", ")}...), killed at ${killedAt}; ledger: ${JSON.stringify(rows)}; queue: ${JSON.stringify(queueState)}\n${tails}`);
   }
-  await waitFor(
-    async () => {
-      const { rows } = await d.t.db.pool.query<{ open: number }>(
-        `SELECT (SELECT count(*)::int FROM lane_items WHERE status IN ('pending', 'running'))
-              + (SELECT count(*)::int FROM deliveries WHERE status IN ('queued', 'sending')) AS open`,
-      );
-      return rows[0]!.open === 0;
-    },
-    30_000,
-    "every lane item done and every delivery sent",
-    250,
-  );
+  await ledgerSettled(d.t.url, 30_000);
 
   const sent = ours();
   const byChat = new Map<number, string[]>();
@@ -97,10 +97,18 @@ export async function expectAnsweredOnceThroughKill(
   const afterKill = pushedAt.flatMap((at, i) => (at > killedAt! ? [answerAt.get(i)!] : []));
   expect(afterKill.length, "messages that arrived after the kill").toBeGreaterThan(0);
   const times = sent.map((c) => c.at.getTime()).sort((a, b) => a - b);
-  return {
+  const figures = {
     messages,
     firstAnswerAfterKillMs: Math.min(...afterKill) - killedAt!,
     slowestAnswerMs: Math.max(...pushedAt.map((at, i) => answerAt.get(i)! - at)),
     longestPauseMs: Math.max(...times.slice(1).map((t, i) => t - times[i]!)),
   };
+  const after = await options.master();
+  expect(after.port).not.toBe(before.port);
+  console.log(
+    `${options.label}: master ${before.port} SIGKILLed, ${after.port} promoted; ` +
+      `${figures.messages} messages; the first answer to a message sent after the kill ${figures.firstAnswerAfterKillMs} ms after it; ` +
+      `longest pause between two answers ${figures.longestPauseMs} ms; slowest answer ${figures.slowestAnswerMs} ms`,
+  );
+  return figures;
 }

@@ -3,11 +3,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { Cluster, Redis } from "ioredis";
+import { Cluster } from "ioredis";
 import { clusterQueuePrefix, type RedisNode, type RedisTarget } from "@nahida/queue";
 import { waitFor } from "./infra";
 import { freePort } from "./ports";
-import { killRedisServer, startRedisServer, stopRedisServers, type Server } from "./redis-servers";
+import { askRedis, killRedisServer, startRedisServer, stopRedisServers, type Server } from "./redis-servers";
 
 export interface RedisClusterGroup {
   /** What the services are given in place of REDIS_URL. */
@@ -25,17 +25,6 @@ export interface RedisClusterGroup {
   killMasterOf(key: string): Promise<{ node: RedisNode; killedAt: number }>;
   close(): Promise<void>;
 }
-
-const ask = async <T>(node: RedisNode, ...args: string[]): Promise<T> => {
-  const client = new Redis({ host: node.host, port: node.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    return (await client.call(args[0]!, ...args.slice(1))) as T;
-  } finally {
-    client.disconnect();
-  }
-};
 
 /**
  * A real Redis Cluster on this machine: three masters with a replica each, made by
@@ -57,7 +46,7 @@ export async function startRedisCluster(): Promise<RedisClusterGroup> {
     }
     await promisify(execFile)("redis-cli", ["--cluster", "create", ...servers.map((s) => `${s.node.host}:${s.node.port}`), "--cluster-replicas", "1", "--cluster-yes"]);
     await waitFor(async () => {
-      const infos = await Promise.all(servers.map((s) => ask<string>(s.node, "CLUSTER", "INFO").catch(() => "")));
+      const infos = await Promise.all(servers.map((s) => askRedis<string>(s.node, "CLUSTER", "INFO").catch(() => "")));
       return infos.every((info) => info.includes("cluster_state:ok") && info.includes("cluster_slots_ok:16384"));
     }, 30_000, "the cluster to cover every slot", 200);
 
@@ -67,7 +56,7 @@ export async function startRedisCluster(): Promise<RedisClusterGroup> {
       for (const s of servers) {
         if (s.child.exitCode !== null || s.child.signalCode !== null) continue;
         try {
-          const ranges = await ask<[number, number, [string, number, string]][]>(s.node, "CLUSTER", "SLOTS");
+          const ranges = await askRedis<[number, number, [string, number, string]][]>(s.node, "CLUSTER", "SLOTS");
           return ranges.map(([from, to, [host, port]]) => ({ from, to, master: { host, port: Number(port) }, via: s.node }));
         } catch {
           // The next node.
@@ -77,7 +66,7 @@ export async function startRedisCluster(): Promise<RedisClusterGroup> {
     };
     const masterOf = async (key: string): Promise<RedisNode> => {
       const ranges = await slots();
-      const slot = await ask<number>(ranges[0]!.via, "CLUSTER", "KEYSLOT", key);
+      const slot = await askRedis<number>(ranges[0]!.via, "CLUSTER", "KEYSLOT", key);
       const range = ranges.find((r) => slot >= r.from && slot <= r.to);
       if (!range) throw new Error(`no master serves slot ${slot}`);
       return range.master;

@@ -5,7 +5,7 @@ import { Redis } from "ioredis";
 import type { RedisNode, RedisTarget } from "@nahida/queue";
 import { waitFor } from "./infra";
 import { freePort } from "./ports";
-import { killRedisServer, startRedisServer, stopRedisServers, type Server } from "./redis-servers";
+import { askRedis, killRedisServer, startRedisServer, stopRedisServers, type Server } from "./redis-servers";
 
 const MASTER_NAME = "nahida-test";
 
@@ -64,16 +64,11 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
     const target: RedisTarget = { kind: "sentinel", sentinels, name: MASTER_NAME };
     const askSentinel = async (): Promise<RedisNode> => {
       for (const s of sentinels) {
-        const client = new Redis({ host: s.host, port: s.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-        client.on("error", () => undefined);
         try {
-          await client.connect();
-          const [host, port] = (await client.call("SENTINEL", "get-master-addr-by-name", MASTER_NAME)) as [string, string];
+          const [host, port] = await askRedis<[string, string]>(s, "SENTINEL", "get-master-addr-by-name", MASTER_NAME);
           return { host, port: Number(port) };
         } catch {
           // The next sentinel.
-        } finally {
-          client.disconnect();
         }
       }
       throw new Error("no sentinel answered");
@@ -81,14 +76,9 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
     // Every sentinel has found the replica and the others before anything relies on a failover.
     await waitFor(async () => {
       for (const s of sentinels) {
-        const client = new Redis({ host: s.host, port: s.port, maxRetriesPerRequest: 0 });
-        try {
-          const info = (await client.call("SENTINEL", "master", MASTER_NAME)) as string[];
-          const field = (name: string) => Number(info[info.indexOf(name) + 1]);
-          if (field("num-slaves") < 1 || field("num-other-sentinels") < 2) return false;
-        } finally {
-          client.disconnect();
-        }
+        const info = await askRedis<string[]>(s, "SENTINEL", "master", MASTER_NAME);
+        const field = (name: string) => Number(info[info.indexOf(name) + 1]);
+        if (field("num-slaves") < 1 || field("num-other-sentinels") < 2) return false;
       }
       return true;
     }, 30_000, "the sentinels to know the replica and each other", 200);

@@ -11,32 +11,34 @@ export interface Server {
   output(): string;
 }
 
+/** One command to one server (or sentinel) on a connection of its own; rejects when it does not answer. */
+export async function askRedis<T>(node: RedisNode, command: string, ...args: string[]): Promise<T> {
+  const client = new Redis({ host: node.host, port: node.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    return (await client.call(command, ...args)) as T;
+  } finally {
+    client.disconnect();
+  }
+}
+
 export async function startRedisServer(args: string[], port: number): Promise<Server> {
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  const probe = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on("error", () => undefined);
   const started = { node: { host: "127.0.0.1", port }, child, exited, output: () => output };
   try {
     await waitFor(async () => {
       if (child.exitCode !== null) throw new Error(`redis-server ${args.join(" ")} exited:\n${output}`);
-      try {
-        if (probe.status !== "ready") await probe.connect();
-        return (await probe.ping()) === "PONG";
-      } catch {
-        probe.disconnect();
-        return false;
-      }
+      return askRedis<string>(started.node, "PING").then((answer) => answer === "PONG", () => false);
     }, 10_000, `redis-server on port ${port}`);
   } catch (error) {
     child.kill("SIGKILL");
     await exited;
     throw error;
-  } finally {
-    probe.disconnect();
   }
   return started;
 }

@@ -34,24 +34,32 @@ function where(url: string): string {
 }
 
 /**
+ * Runs `fn`, and again (10 tries, 500 ms apart) while Postgres answered and then dropped the
+ * connection (a restart, an admin terminating backends). Any other failure ends it at once:
+ * a server that cannot be reached is usually a wrong URL.
+ */
+async function retryWhileDropped<T>(fn: () => Promise<T>, onDropped: (error: unknown) => void = () => undefined): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (attempt >= 10 || !droppedByServer(error)) throw error;
+      onDropped(error);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+/**
  * Creates and migrates the database; one clear error, naming `variable` (the URL's
  * variable), if Postgres cannot be used.
  */
 export async function preparePostgres(databaseUrl: string, log: (message: string) => void, variable = "DATABASE_URL"): Promise<void> {
   try {
-    // A server that answered and then dropped the connection (a restart, an admin
-    // terminating backends) is tried again; one that cannot be reached fails at once with
-    // a clear message, since that is usually a wrong DATABASE_URL.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await migrate({ databaseUrl, log });
-        return;
-      } catch (error) {
-        if (attempt >= 10 || !droppedByServer(error)) throw error;
-        log(`Postgres dropped the connection while preparing the database (${describe(error)}); trying again`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
+    await retryWhileDropped(
+      () => migrate({ databaseUrl, log }),
+      (error) => log(`Postgres dropped the connection while preparing the database (${describe(error)}); trying again`),
+    );
   } catch (error) {
     if ((error as Error).name === "MigrationError") throw new PreflightError(variable, (error as Error).message);
     throw new PreflightError(variable, `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
@@ -65,19 +73,10 @@ export async function preparePostgres(databaseUrl: string, log: (message: string
  */
 export async function checkPooledSessions(pool: Database["pool"], databaseUrl: string): Promise<void> {
   let zone: string | null;
-  // As in preparePostgres: a server that answered and then dropped the connection (a restart,
-  // an admin terminating backends) is asked again; one that cannot be reached fails at once.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      zone = await checkSessionTimeZone(pool);
-      break;
-    } catch (error) {
-      if (attempt < 10 && droppedByServer(error)) {
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        continue;
-      }
-      throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
-    }
+  try {
+    zone = await retryWhileDropped(() => checkSessionTimeZone(pool));
+  } catch (error) {
+    throw new PreflightError("DATABASE_URL", `cannot use Postgres at ${where(databaseUrl)}: ${describe(error)}`);
   }
   if (zone !== null) {
     throw new PreflightError(
