@@ -11,13 +11,15 @@
 // prepared statements, directly without, through PgBouncer in transaction mode), each
 // against the first.
 //   npm run bench:processes -- [--messages 2000] [--chats 500] [--ks 1,2,3] [--help]
-import { fork, type ChildProcess } from "node:child_process";
+import { execFileSync, fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { migrate } from "@nahida/db";
+import { createRedis } from "@nahida/queue";
 import { startFakeOpenAI } from "../test/fakes/openai.fake";
 import { startFakeTelegram } from "../test/fakes/telegram-bot-api.fake";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, uniqueName, waitFor } from "../test/support/infra";
@@ -29,7 +31,8 @@ import { createJsonPoster, runPostLoad, type LoadResult } from "./support/http-l
 import { percentile } from "./support/latency";
 import type { ProxySnapshotMessage } from "./support/pg-counting-proxy.process";
 import { diffCounts, type StatementCounts } from "./support/pg-counting.proxy";
-import { prefillLedger } from "./support/ledger-prefill";
+import { LEDGER_TABLES, prefillLedger } from "./support/ledger-prefill";
+import { MINIMAL_QUEUES, createMinimalSchema, type MinimalRole } from "./support/minimal-bot";
 import { CpuOfProcessSet, machineBusyMs, processCpuMs, processName } from "./support/proc-cpu";
 import { diffQueueCounts, startQueueAddCounter, type QueueAddCounts } from "./support/queue-adds.counter";
 import { startRawTwoHop, type RawBurstResult, type RawPacedResult } from "./support/raw-two-hop";
@@ -51,14 +54,18 @@ const HELP = `npm run bench:processes -- [options]
   --bare-in-bench      run the bare send route in this process instead of its own
   --count-chats N      chats of the statement-counting run (default 200)
   --no-proxy           skip the statement-counting run
+  --no-minimal         skip the minimal bot (the baseline of the K = 1, 2, 3 figures)
   --top N              statements listed per process class (default 8)
   --databases LIST     ways of reaching Postgres to time, the first the baseline of the others
                        (default direct): direct (prepared statements), unprepared (DATABASE_POOLER=
                        transaction, still direct), pgbouncer (through PgBouncer 1.18 in transaction mode)
   --pgbouncer-pool N   PgBouncer's server connections for the database (default 20)
-  --prefill N          then fill the ledger with N rows (generate_series, 40 days old), burst
-                       (first K) and pace (first rate) again on it, and pace once more while a
-                       scheduler's retention janitor prunes them (default 0: no ledger phases)`;
+  --prefill N          then fill a second database with N rows (generate_series, 40 days old)
+                       and take turns with the first: burst (first K) and pace (first rate) on
+                       each, and pace once more on the full one while a scheduler's retention
+                       janitor prunes it (default 0: no ledger phases)
+  --ledger-rounds R    turns on each database, an even number keeps the order balanced;
+                       figures are medians and pooled percentiles (default 4)`;
 
 const { values: args } = parseArgs({
   options: {
@@ -76,8 +83,10 @@ const { values: args } = parseArgs({
     "bare-in-bench": { type: "boolean", default: false },
     "count-chats": { type: "string", default: "200" },
     "no-proxy": { type: "boolean", default: false },
+    "no-minimal": { type: "boolean", default: false },
     top: { type: "string", default: "8" },
     prefill: { type: "string", default: "0" },
+    "ledger-rounds": { type: "string", default: "4" },
     databases: { type: "string", default: "direct" },
     "pgbouncer-pool": { type: "string", default: "20" },
     help: { type: "boolean", default: false },
@@ -106,8 +115,10 @@ const API_CONCURRENCY = Math.max(1, int("api-concurrency"));
 const RAW_JOBS = Math.max(1, int("raw-jobs"));
 const TOP = int("top");
 const COUNT_STATEMENTS = !args["no-proxy"];
+const MINIMAL = !args["no-minimal"];
 const COUNT_CHATS = Math.max(1, int("count-chats"));
 const PREFILL = int("prefill");
+const LEDGER_ROUNDS = Math.max(1, int("ledger-rounds"));
 const DATABASE_MODES = ["direct", "unprepared", "pgbouncer"] as const;
 type DatabaseMode = (typeof DATABASE_MODES)[number];
 const DATABASES = String(args.databases).split(",").map((m) => {
@@ -116,7 +127,6 @@ const DATABASES = String(args.databases).split(",").map((m) => {
 });
 const PGBOUNCER_POOL = Math.max(1, int("pgbouncer-pool"));
 if (new Set(DATABASES).size !== DATABASES.length) throw new Error("--databases names a way twice");
-if (PREFILL > 0 && DATABASES.length > 1) throw new Error("--prefill fills the ledger every later way would run on: give one --databases with it");
 const DATABASE_MODE_TEXT: Record<DatabaseMode, string> = {
   direct: "directly, prepared statements",
   unprepared: "directly, DATABASE_POOLER=transaction: no prepared statements",
@@ -133,12 +143,17 @@ const LAUNCHER_SERVICE: Record<ServiceClass, string> = {
   delivery: "delivery",
   gateway: "gateway",
 };
+const MINIMAL_ROLE: Partial<Record<ServiceClass, MinimalRole>> = { ingress: "webhook", "agent-worker": "worker", delivery: "sender" };
+/** Who answers the messages: Nahida, or the minimal bot it is measured against. */
+type System = "nahida" | "minimal";
 const BOT_TOKEN = "7000000001:BENCH-token_abc";
 const FIRST_CHAT = 810_000_000;
 const PREWARM_CHAT = 790_000_000;
 const COUNT_CHAT = 820_000_000;
 const COUNT_PREWARM_CHAT = 780_000_000;
 const API_CHAT = 900_000_000;
+const LEDGER_CHAT = 830_000_000;
+const MINIMAL_CHAT = 840_000_000;
 /** Services connect as `<prefix><class>`, so pg_stat_activity tells whose a backend is. */
 const APPLICATION_PREFIX = "nahida-bench-";
 const log = (line: string) => console.log(line);
@@ -198,6 +213,8 @@ async function main(): Promise<void> {
   const tracker = new ReplyTracker(telegram, openai);
   const queueCounter = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix, queues: ["lanes", "outbound"] });
   cleanups.push(() => queueCounter.close());
+  let minimalDatabase: BenchDatabase | undefined;
+  const mainDb: BenchDatabase = { name: databaseName, url: directUrl, pool: direct, prefix, jobs: queueCounter, inbound: { queue: "lanes", job: "lane.wake" } };
 
   const webhookPort = await freePort();
   const gatewayPort = await freePort();
@@ -226,13 +243,16 @@ async function main(): Promise<void> {
 
   let bouncer: PgBouncer | undefined;
   /**
-   * One set of service processes. Each class connects as its own application_name (how the
-   * Postgres backends' CPU is split by class) and, with `proxyPorts`, through its own counting proxy.
+   * One set of service processes: Nahida's, or the minimal bot's (its webhook, workers and
+   * senders in the ingress, agent-worker and delivery classes; no gateway). Each class connects
+   * as its own application_name (how the Postgres backends' CPU is split by class) and, with
+   * `proxyPorts`, through its own counting proxy.
    */
-  const startTopology = (proxyPorts?: Record<ServiceClass, number>, mode: DatabaseMode = "direct") => {
+  const startTopology = (o: { proxyPorts?: Record<ServiceClass, number>; mode?: DatabaseMode; db?: BenchDatabase; system?: System } = {}) => {
+    const { proxyPorts, mode = "direct", db = mainDb, system = "nahida" } = o;
     const procs = new Map<ServiceClass, ServiceProcess[]>(SERVICE_CLASSES.map((c) => [c, []]));
     const databaseUrlFor = (cls: ServiceClass) => {
-      const url = new URL(directUrl);
+      const url = new URL(db.url);
       const port = proxyPorts?.[cls] ?? (mode === "pgbouncer" ? bouncer?.port : undefined);
       if (port !== undefined) {
         url.hostname = "127.0.0.1";
@@ -241,13 +261,13 @@ async function main(): Promise<void> {
       url.searchParams.set("application_name", `${APPLICATION_PREFIX}${cls}`);
       return url.toString();
     };
-    const poolerEnv: Record<string, string> = mode === "direct" ? {} : { DATABASE_POOLER: "transaction", DATABASE_DIRECT_URL: directUrl.toString() };
+    const poolerEnv: Record<string, string> = mode === "direct" ? {} : { DATABASE_POOLER: "transaction", DATABASE_DIRECT_URL: db.url.toString() };
     const start = async (cls: ServiceClass): Promise<ServiceProcess> => {
-      const proc = await startServiceProcess(
-        "services/launcher/src/main.ts",
-        { ...baseEnv, ...poolerEnv, NAHIDA_SERVICES: LAUNCHER_SERVICE[cls], DATABASE_URL: databaseUrlFor(cls) },
-        { readyText: "nahida started", timeoutMs: 120_000 },
-      );
+      const env = { ...baseEnv, ...poolerEnv, NAHIDA_QUEUE_PREFIX: db.prefix, DATABASE_URL: databaseUrlFor(cls) };
+      const proc =
+        system === "nahida"
+          ? await startServiceProcess("services/launcher/src/main.ts", { ...env, NAHIDA_SERVICES: LAUNCHER_SERVICE[cls] }, { readyText: "nahida started", timeoutMs: 120_000 })
+          : await startServiceProcess("bench/support/minimal-bot.process.ts", { ...env, MINIMAL_ROLE: MINIMAL_ROLE[cls]! }, { readyText: "minimal bot ready", timeoutMs: 120_000 });
       procs.get(cls)!.push(proc);
       running.add(proc);
       // The CPU is read from this pid: it must be node itself, not a shell or wrapper that forks it.
@@ -269,10 +289,12 @@ async function main(): Promise<void> {
     };
     return {
       procs,
+      db,
+      system,
       async start(k: number) {
         const t0 = Date.now();
-        await Promise.all([start("ingress"), start("gateway"), scaleTo(k)]);
-        log(`  services started in ${((Date.now() - t0) / 1000).toFixed(1)} s (${[...procs].map(([c, ps]) => `${c} pid ${ps.map((p) => p.pid).join("+")}`).join(", ")})`);
+        await Promise.all([start("ingress"), ...(system === "nahida" ? [start("gateway")] : []), scaleTo(k)]);
+        log(`  services started in ${((Date.now() - t0) / 1000).toFixed(1)} s (${[...procs].filter(([, ps]) => ps.length > 0).map(([c, ps]) => `${c} pid ${ps.map((p) => p.pid).join("+")}`).join(", ")})`);
       },
       scaleTo,
       async stop() {
@@ -377,10 +399,10 @@ async function main(): Promise<void> {
   };
 
   const redisPids = findPids("redis-server");
-  const pgBackends = async () => {
+  const pgBackends = async (db: BenchDatabase) => {
     const { rows } = await maintenance.query<{ pid: number; application_name: string }>(
       "SELECT pid, application_name FROM pg_stat_activity WHERE datname = $1",
-      [databaseName],
+      [db.name],
     );
     return rows;
   };
@@ -398,9 +420,9 @@ async function main(): Promise<void> {
       },
     );
   /** Every statement of the bench's database so far: calls, execution ms, buffer pages read. */
-  const statementCounters = async (): Promise<Map<string, StatementTime>> => {
+  const statementCounters = async (db: BenchDatabase): Promise<Map<string, StatementTime>> => {
     if (!statementTimes) return new Map();
-    const { rows } = await direct.query<{ query: string; calls: string; ms: number; hit: string; read: string; dirtied: string }>(
+    const { rows } = await db.pool.query<{ query: string; calls: string; ms: number; hit: string; read: string; dirtied: string }>(
       `SELECT query, calls::text, total_exec_time AS ms, shared_blks_hit::text AS hit, shared_blks_read::text AS read, shared_blks_dirtied::text AS dirtied
          FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     );
@@ -416,6 +438,14 @@ async function main(): Promise<void> {
     }
     return byQuery;
   };
+  const statsRedis = createRedis({ url: TEST_REDIS_URL });
+  cleanups.push(async () => statsRedis.disconnect());
+  /** Every command the Redis server ran so far, by name (INFO commandstats: those scripts call are counted too). */
+  const redisCommands = async (): Promise<Map<string, number>> => {
+    const counts = new Map<string, number>();
+    for (const m of (await statsRedis.info("commandstats")).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(m[1]!, Number(m[2]));
+    return counts;
+  };
   /** The whole server's WAL so far (pg_stat_wal): what a phase wrote, full-page images included. */
   const walCounters = async () => {
     const { rows } = await maintenance.query<{ bytes: string; fpi: string; records: string }>(
@@ -426,8 +456,9 @@ async function main(): Promise<void> {
 
   /** Runs one phase and reads every counter before and after it. */
   const measure = async <T>(topology: Topology, messages: number, run: () => Promise<T>, countsInbound = true): Promise<{ result: T } & PhaseFigures> => {
+    const { db } = topology;
     tracker.dropRecordedRequests();
-    await queueCounter.settle();
+    await db.jobs.settle();
     const classPids = new Map(SERVICE_CLASSES.map((c) => [c, topology.procs.get(c)!.map((p) => p.pid)]));
     const cpu0 = new Map([...classPids].map(([c, pids]) => [c, sumCpu(pids)]));
     const self0 = processCpuMs(process.pid)!;
@@ -437,7 +468,7 @@ async function main(): Promise<void> {
     const bouncer0 = bouncerPid ? processCpuMs(bouncerPid) ?? 0 : 0;
     const redis0 = sumCpu(redisPids);
     const machine0 = machineBusyMs();
-    const backends0 = await pgBackends();
+    const backends0 = await pgBackends(db);
     const pgCpu = new CpuOfProcessSet(new Set(backends0.map((b) => b.pid)));
     // A backend counts for the class it was first seen serving: behind PgBouncer one server
     // connection serves every class in turn (PgBouncer sets each client's application_name).
@@ -451,12 +482,13 @@ async function main(): Promise<void> {
     observe(backends0);
     const statements0 = proxies ? await proxies.counts() : undefined;
     const wal0 = await walCounters();
-    const times0 = await statementCounters();
-    const jobs0 = queueCounter.snapshot();
+    const times0 = await statementCounters(db);
+    const jobs0 = db.jobs.snapshot();
+    const commands0 = await redisCommands();
     let sampling: Promise<void> | undefined;
     // Backends come and go with the pools' idle timeout: look at them often.
     const sampler = setInterval(() => {
-      sampling ??= pgBackends()
+      sampling ??= pgBackends(db)
         .then(observe, () => undefined)
         .finally(() => (sampling = undefined));
     }, 250);
@@ -465,13 +497,16 @@ async function main(): Promise<void> {
     const wallMs = Date.now() - t0;
     clearInterval(sampler);
     await sampling;
-    observe(await pgBackends());
+    observe(await pgBackends(db));
     const machineMs = machineBusyMs() - machine0;
     const wal1 = await walCounters();
     const wal = { bytes: wal1.bytes - wal0.bytes, fpi: wal1.fpi - wal0.fpi, records: wal1.records - wal0.records };
-    const statementTime = diffStatementTimes(times0, await statementCounters());
-    await queueCounter.settle();
-    const jobs = diffQueueCounts(jobs0, queueCounter.snapshot());
+    const llmCalls = openai.requests.length;
+    const statementTime = diffStatementTimes(times0, await statementCounters(db));
+    await db.jobs.settle();
+    // After the settle, as the job counts: what the last messages did after their sendMessage counts too.
+    const commands1 = await redisCommands();
+    const jobs = diffQueueCounts(jobs0, db.jobs.snapshot());
     const statements = proxies && statements0 ? diffStatementMaps(statements0, await proxies.counts()) : undefined;
     const cpuMs = new Map<string, number>([...classPids].map(([c, pids]) => [c, sumCpu(pids) - cpu0.get(c)!]));
     const postgresByClass = new Map<string, number>();
@@ -488,9 +523,11 @@ async function main(): Promise<void> {
     // The ingress wakes the lane of every message it stores (a job, or one absorbed by the
     // lane's deduplication id); fewer events seen means the counter missed some (the
     // streams are trimmed), and every job figure would be low.
-    const wakes = (jobs.added.get("lanes/lane.wake") ?? 0) + (jobs.notCreated.get("lanes deduplicated") ?? 0);
-    if (countsInbound && wakes < messages) log(`warning: ${wakes} lane wakes seen for ${messages} messages; job counts are suspect`);
-    return { result, messages, wallMs, cpuMs, postgresByClass, redisCpuMs, othersCpuMs: machineMs - accounted, statements, jobs, wal, statementTime };
+    const { queue, job } = db.inbound;
+    const wakes = (jobs.added.get(`${queue}/${job}`) ?? 0) + (jobs.notCreated.get(`${queue} deduplicated`) ?? 0);
+    if (countsInbound && wakes < messages) log(`warning: ${wakes} ${queue}/${job} jobs seen for ${messages} messages; job counts are suspect`);
+    const redisCommandCounts = new Map([...commands1].map(([c, n]) => [c, n - (commands0.get(c) ?? 0)] as const).filter(([, n]) => n > 0));
+    return { result, messages, wallMs, cpuMs, postgresByClass, redisCpuMs, othersCpuMs: machineMs - accounted, statements, jobs, wal, statementTime, redisCommands: redisCommandCounts, llmCalls };
   };
 
   // ------------------------------------------------------------ statements, through counting proxies
@@ -498,7 +535,7 @@ async function main(): Promise<void> {
   if (COUNT_STATEMENTS) {
     log("statements (services behind counting proxies; their timings are not used):");
     proxies = await startProxies();
-    const topology = startTopology(proxies.ports);
+    const topology = startTopology({ proxyPorts: proxies.ports });
     await topology.start(1);
     await burst(50, chatsFrom(COUNT_PREWARM_CHAT, 25));
     const chats = chatsFrom(COUNT_CHAT, COUNT_CHATS);
@@ -510,19 +547,70 @@ async function main(): Promise<void> {
     log(`  steady: ${COUNT_CHATS} known chats at ${steadyRate}/s, one message per run: ${statementBreakdown(steady)} statements/msg`);
     const batched = await measure(topology, 2 * COUNT_CHATS, () => burst(2 * COUNT_CHATS, chats));
     log(`  burst: ${2 * COUNT_CHATS} messages over the same chats (batched runs): ${statementBreakdown(batched)} statements/msg`);
+    const bursts = await countedBursts(topology, chats, batched);
     const apiRequests = Math.min(200, API_REQUESTS);
     const api = await measure(topology, apiRequests, () => apiLoad(sendUrl, auth, apiRequests, "count"), false);
     log(`  POST /api/send: ${perMessage(api, "gateway")} statements/request`);
     await drainDeliveries();
     await topology.stop();
-    counted = { firstContact, steady, batched, api };
+    let minimal: Map<number, PhaseFigures> | undefined;
+    if (MINIMAL) {
+      const minimalTopology = startTopology({ proxyPorts: proxies.ports, system: "minimal", db: await minimalDb() });
+      await minimalTopology.start(1);
+      await burst(50, chatsFrom(COUNT_PREWARM_CHAT, 25));
+      const minimalChats = chatsFrom(MINIMAL_CHAT + 50_000, COUNT_CHATS);
+      await burst(COUNT_CHATS, minimalChats);
+      minimal = await countedBursts(minimalTopology, minimalChats);
+      await minimalTopology.stop();
+    }
+    counted = { firstContact, steady, batched, bursts, api, minimal };
     await proxies.close();
     proxies = undefined;
   }
 
+  /** A burst of two messages per chat at each K (`atOne` is K = 1's, where the caller has it), statements counted. */
+  async function countedBursts(topology: Topology, chats: number[], atOne?: PhaseFigures): Promise<Map<number, PhaseFigures>> {
+    const byK = new Map<number, PhaseFigures>();
+    for (const k of new Set([1, ...KS])) {
+      if (k === 1 && atOne) {
+        byK.set(1, atOne);
+        continue;
+      }
+      await topology.scaleTo(k);
+      // Unmeasured, as in the timings: the new processes' first statements (prepared once per connection).
+      await burst(50, chats);
+      const m = await measure(topology, 2 * COUNT_CHATS, () => burst(2 * COUNT_CHATS, chats));
+      byK.set(k, m);
+      log(`  ${topology.system === "minimal" ? "minimal bot, " : ""}burst K=${k}: ${statementBreakdown(m)} statements/msg, ${jobsPerMessage(m)} jobs/msg, ${redisPerMessage(m)} Redis commands/msg`);
+    }
+    return byK;
+  }
+
+  /**
+   * The minimal bot's: a database and queue prefix of its own, so that its Postgres CPU is its
+   * backends' alone (not autovacuum cleaning up after Nahida's phases).
+   */
+  async function minimalDb(): Promise<BenchDatabase> {
+    if (minimalDatabase) return minimalDatabase;
+    const name = `${databaseName}_min`;
+    const url = new URL(directUrl);
+    url.pathname = `/${name}`;
+    await maintenance.query(`CREATE DATABASE ${name}`);
+    cleanups.push(() => dropDatabase(url.toString()));
+    const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+    cleanups.push(() => pool.end());
+    await createMinimalSchema(pool);
+    if (statementTimes) await pool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    const minimalPrefix = `${prefix}_min`;
+    cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, minimalPrefix));
+    const jobs = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix: minimalPrefix, queues: [MINIMAL_QUEUES.inbound, MINIMAL_QUEUES.outbound] });
+    cleanups.push(() => jobs.close());
+    minimalDatabase = { name, url, pool, prefix: minimalPrefix, jobs, inbound: { queue: MINIMAL_QUEUES.inbound, job: "message" } };
+    return minimalDatabase;
+  }
+
   // ------------------------------------------------------------ timings, services without proxies, per way of reaching Postgres
   const timed = new Map<DatabaseMode, TimedFigures>();
-  let ledger: LedgerFigures | undefined;
   let topology: Topology | undefined;
   for (const [i, mode] of DATABASES.entries()) {
     log(`timings (services connected to Postgres ${DATABASE_MODE_TEXT[mode]}):`);
@@ -533,11 +621,10 @@ async function main(): Promise<void> {
     }
     // The services of the way before are stopped; the last ones stay for the bare route's deliveries.
     await topology?.stop();
-    topology = startTopology(undefined, mode);
+    topology = startTopology({ mode });
     // Each way's chats are new to it: its first contact is one.
     const figures = await timings(topology, chatsFrom(FIRST_CHAT + i * 100_000, CHATS), chatsFrom(PREWARM_CHAT + i * 100_000, 50));
     timed.set(mode, figures);
-    if (i === 0 && PREFILL > 0) ledger = await onFullLedger(topology, figures);
 
     await apiLoad(sendUrl, auth, Math.min(200, API_REQUESTS), "warm-up");
     await drainDeliveries();
@@ -585,52 +672,156 @@ async function main(): Promise<void> {
     return { firstContact, bursts, pacedRuns, benchChats };
   }
 
-  /** The same on a full ledger, and during a prune. */
-  async function onFullLedger(topology: Topology, empty: TimedFigures): Promise<LedgerFigures> {
-    const { bursts, pacedRuns, benchChats } = empty;
-    log(`ledger: ${PREFILL} rows, ${PREFILL_AGE_DAYS} days old and older:`);
-    const filled = await prefillLedger(direct, { rows: PREFILL, ageDays: PREFILL_AGE_DAYS, log });
+  /**
+   * Empty ledger against full, in turns: a second database gets the prefill, and each round
+   * starts services on the empty one, then on the full one (there also a janitor), so what
+   * the machine does over the run (checkpoints, other load, drift) falls on both sides alike;
+   * the figures are medians and percentiles of every round's messages together.
+   */
+  async function onFullLedger(): Promise<LedgerFigures> {
+    const mode = DATABASES[0]!;
+    const fullName = `${databaseName}_full`;
+    const fullUrl = new URL(directUrl);
+    fullUrl.pathname = `/${fullName}`;
+    await migrate({ databaseUrl: fullUrl.toString() });
+    cleanups.push(() => dropDatabase(fullUrl.toString()));
+    const fullPool = new pg.Pool({ connectionString: fullUrl.toString(), max: 2 });
+    cleanups.push(() => fullPool.end());
+    if (statementTimes) await fullPool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    const fullPrefix = `${prefix}_full`;
+    cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, fullPrefix));
+    const fullJobs = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix: fullPrefix, queues: ["lanes", "outbound"] });
+    cleanups.push(() => fullJobs.close());
+    const fullDb: BenchDatabase = { ...mainDb, name: fullName, url: fullUrl, pool: fullPool, prefix: fullPrefix, jobs: fullJobs };
+
+    log(`ledger: ${PREFILL} rows, ${PREFILL_AGE_DAYS} days old and older, in a second database; ${LEDGER_ROUNDS} rounds of empty, then full:`);
+    const filled = await prefillLedger(fullPool, { rows: PREFILL, ageDays: PREFILL_AGE_DAYS, log });
     log(`  prefilled ${filled.rows} rows in ${(filled.ms / 1000).toFixed(0)} s: ${(filled.bytes / 2 ** 30).toFixed(2)} GiB with indexes`);
+    // The kernel is still writing the prefill out (seen: the first side measured after it had
+    // the machine 79 % busy at a pace that takes 35 %): flush it and wait for a quiet machine.
+    const s0 = Date.now();
+    execFileSync("sync");
+    for (;;) {
+      const busy0 = machineBusyMs();
+      await delay(2_000);
+      const busy = (machineBusyMs() - busy0) / (2_000 * availableParallelism());
+      if (busy < 0.1) break;
+      if (Date.now() - s0 > 180_000) {
+        log(`    the machine is still ${fmt(100 * busy, 0)} % busy 3 minutes after the prefill; measuring anyway`);
+        break;
+      }
+    }
+    log(`  synced and quiet after ${((Date.now() - s0) / 1000).toFixed(0)} s`);
+    // The prefill ends with VACUUM (ANALYZE); the empty side gets the same, or its statistics
+    // are whatever autovacuum left after the earlier phases (seen: round 1's empty burst
+    // slower than the full one, twice).
+    await direct.query(`VACUUM (ANALYZE) ${LEDGER_TABLES.join(", ")}`);
+
+    /** Waits (a minute at most) until no autovacuum works on either database: each phase starts as quiet as the last. */
+    const quiesce = async () => {
+      const t0 = Date.now();
+      for (;;) {
+        const { rows } = await maintenance.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND datname = ANY($1)",
+          [[databaseName, fullName]],
+        );
+        if (rows[0]!.n === 0) break;
+        if (Date.now() - t0 > 60_000) {
+          log("    autovacuum still running after 60 s; measuring anyway");
+          return;
+        }
+        await delay(250);
+      }
+      if (Date.now() - t0 > 1_000) log(`    waited ${((Date.now() - t0) / 1000).toFixed(1)} s for autovacuum`);
+    };
+
     const k = KS[0] ?? 1;
     const rate = PACED_RATES[0] ?? 50;
-    await topology.scaleTo(k);
-    if (WARMUP > 0) await burst(WARMUP, benchChats);
-    const fullBurst = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
-    log(`  burst K=${k} on the full ledger: ${throughput(fullBurst)} msgs/s, Postgres CPU ${fmt(postgresPerMessage(fullBurst), 2)} ms/msg`);
-    await topology.scaleTo(PACED_K);
-    if (WARMUP > 0) await burst(WARMUP, benchChats);
     const count = Math.max(1, Math.round(rate * PACED_SECONDS));
-    const fullPaced = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
-    log(`  paced ${rate}/s K=${PACED_K} on the full ledger: p50 ${percentile(fullPaced.result.latencies, 50)} ms, p99 ${percentile(fullPaced.result.latencies, 99)} ms`);
+    const chats = chatsFrom(LEDGER_CHAT, CHATS);
+    const sides = [
+      { name: "empty", db: mainDb, bursts: [] as BurstFigures[], paced: [] as PacedFigures[] },
+      { name: "full", db: fullDb, bursts: [] as BurstFigures[], paced: [] as PacedFigures[] },
+    ];
+    const prunes: PacedFigures[] = [];
+    let prunedRows = 0;
+    let pruneMs = 0;
+    // Odd rounds run empty, then full; even rounds the other way round, and on the full side
+    // the paced phases without and with a prune swap too: what comes first (the second set of
+    // processes still warming, a checkpoint due) falls on each side as often.
+    for (let round = 1; round <= LEDGER_ROUNDS; round++) {
+      const odd = round % 2 === 1;
+      for (const side of odd ? sides : [...sides].reverse()) {
+        const topology = startTopology({ mode, db: side.db });
+        await topology.start(k);
+        // Unmeasured: the new processes' first statements and, on the first round, every chat's first contact.
+        const warm = round === 1 ? Math.max(CHATS, WARMUP) : WARMUP;
+        if (warm > 0) await burst(warm, chats);
+        await quiesce();
+        const b = await measure(topology, MESSAGES, () => burst(MESSAGES, chats));
+        side.bursts.push(b);
+        log(`  round ${round}, ${side.name}: burst K=${k} ${throughput(b)} msgs/s, Postgres CPU ${fmt(postgresPerMessage(b), 2)} ms/msg`);
+        await topology.scaleTo(PACED_K);
+        if (WARMUP > 0) await burst(WARMUP, chats);
+        const pacedPhases = side.db !== fullDb ? ["plain"] : odd ? ["plain", "prune"] : ["prune", "plain"];
+        for (const phase of pacedPhases) {
+          await quiesce();
+          const pace = () => measure(topology, count, () => paced(rate, PACED_SECONDS, chats));
+          let p: PacedFigures;
+          let during = "";
+          if (phase === "plain") {
+            p = await pace();
+            side.paced.push(p);
+          } else {
+            const prune = await whilePruning(topology, pace);
+            p = prune.phase;
+            prunes.push(p);
+            prunedRows += prune.rows;
+            pruneMs += prune.ms;
+            during = ` while the janitor prunes (${fmt(prune.rows / (prune.ms / 1000), 0)} rows/s)`;
+          }
+          log(
+            `  round ${round}, ${side.name}: paced ${rate}/s K=${PACED_K}${during}: p50 ${percentile(p.result.latencies, 50)} ms, ` +
+              `p99 ${percentile(p.result.latencies, 99)} ms, machine ${fmt(100 * machineBusy(p), 0)} % busy`,
+          );
+        }
+        await topology.stop();
+      }
+    }
+    const [empty, full] = sides as [(typeof sides)[0], (typeof sides)[0]];
+    return { filled, k, rate, emptyBursts: empty.bursts, fullBursts: full.bursts, emptyPaced: empty.paced, fullPaced: full.paced, prunePaced: prunes, prunedPerSecond: prunedRows / (pruneMs / 1000) };
 
-    // A scheduler whose janitor finds everything prefilled past its retention (the defaults).
-    const schedulerUrl = new URL(directUrl);
-    schedulerUrl.searchParams.set("application_name", `${APPLICATION_PREFIX}janitor`);
-    const healthPort = await freePort();
-    const scheduler = await startServiceProcess(
-      "services/launcher/src/main.ts",
-      { ...baseEnv, NAHIDA_SERVICES: "scheduler", DATABASE_URL: schedulerUrl.toString(), NAHIDA_HEALTH_PORT: String(healthPort) },
-      { readyText: "nahida started", timeoutMs: 120_000 },
-    );
-    running.add(scheduler);
-    /** Rows the janitor pruned so far, from its own counter (a count(*) of the tables would load Postgres). */
-    const pruned = async () => {
-      const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
-      return [...text.matchAll(/^nahida_janitor_pruned_rows_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-    };
-    // Measured once it is pruning, not while it waits for its lease.
-    await waitFor(async () => ((await pruned()) > 0) || undefined, 120_000, "the janitor to start pruning", 250);
-    const pruned0 = await pruned();
-    const t0 = Date.now();
-    const prunePaced = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
-    const prunedPerSecond = ((await pruned()) - pruned0) / ((Date.now() - t0) / 1000);
-    log(
-      `  paced ${rate}/s K=${PACED_K} while the janitor prunes (${prunedPerSecond.toFixed(0)} rows/s): ` +
-        `p50 ${percentile(prunePaced.result.latencies, 50)} ms, p99 ${percentile(prunePaced.result.latencies, 99)} ms`,
-    );
-    await scheduler.stop();
-    running.delete(scheduler);
-    return { filled, k, rate, emptyBurst: bursts.get(k)!, fullBurst, emptyPaced: pacedRuns.get(rate)!, fullPaced, prunePaced, prunedPerSecond };
+    /** Runs `phase` while a scheduler's janitor prunes the full ledger (everything prefilled is past the default retentions). */
+    async function whilePruning(topology: Topology, phase: () => Promise<PacedFigures>) {
+      const schedulerUrl = new URL(topology.db.url);
+      schedulerUrl.searchParams.set("application_name", `${APPLICATION_PREFIX}janitor`);
+      const healthPort = await freePort();
+      const scheduler = await startServiceProcess(
+        "services/launcher/src/main.ts",
+        { ...baseEnv, NAHIDA_QUEUE_PREFIX: topology.db.prefix, NAHIDA_SERVICES: "scheduler", DATABASE_URL: schedulerUrl.toString(), NAHIDA_HEALTH_PORT: String(healthPort) },
+        { readyText: "nahida started", timeoutMs: 120_000 },
+      );
+      running.add(scheduler);
+      try {
+        /** Rows the janitor pruned so far, from its own counter (a count(*) of the tables would load Postgres). */
+        const pruned = async () => {
+          const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+          return [...text.matchAll(/^nahida_janitor_pruned_rows_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+        };
+        /** Whether a pass has ended: with a small --prefill, a later round's janitor may find nothing left. */
+        const passEnded = async () => /^nahida_janitor_last_pass_timestamp_seconds [1-9]/m.test(await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text());
+        // Measured once it is pruning, not while it waits for its lease.
+        await waitFor(async () => (await pruned()) > 0 || (await passEnded()) || undefined, 120_000, "the janitor to start pruning", 250);
+        if ((await pruned()) === 0) log("    the janitor found nothing left to prune (a small --prefill): this phase measures no prune");
+        const pruned0 = await pruned();
+        const t0 = Date.now();
+        const figures = await phase();
+        return { phase: figures, rows: (await pruned()) - pruned0, ms: Date.now() - t0 };
+      } finally {
+        await scheduler.stop();
+        running.delete(scheduler);
+      }
+    }
   }
 
   const bare = args["bare-in-bench"]
@@ -644,11 +835,31 @@ async function main(): Promise<void> {
   await drainDeliveries();
   log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}`);
 
+  // ------------------------------------------------------------ the minimal bot: the same traffic through its own processes
+  let minimal: TimedFigures | undefined;
+  if (MINIMAL) {
+    log("timings of the minimal bot (webhook, worker and sender processes; no gateway):");
+    // Nahida's last services are done: the bare route's deliveries were drained.
+    await topology?.stop();
+    topology = undefined;
+    const minimalTopology = startTopology({ system: "minimal", db: await minimalDb() });
+    minimal = await timings(minimalTopology, chatsFrom(MINIMAL_CHAT, CHATS), chatsFrom(MINIMAL_CHAT + 90_000, 50));
+    await minimalTopology.stop();
+  }
+
+  // Last: it stops the services above and takes turns between two databases.
+  let ledger: LedgerFigures | undefined;
+  if (PREFILL > 0) {
+    await topology?.stop();
+    ledger = await onFullLedger();
+  }
+
   printSummary({ rawBurst, rawPaced, counted, firstContact, bursts, pacedRuns, api, bareRun });
+  if (minimal) printAgainstMinimal(baseline, minimal, counted, api.result.requestsPerSecond / bareRun.requestsPerSecond);
   if (timed.size > 1) printDatabaseModes(timed);
   if (ledger) {
     printLedger(ledger);
-    printStatementTimes(ledger.emptyBurst, ledger.fullBurst);
+    printStatementTimes(pooled(ledger.emptyBursts), pooled(ledger.fullBursts));
   }
 
   async function startBareProcess() {
@@ -680,6 +891,24 @@ interface PhaseFigures {
   wal: { bytes: number; fpi: number; records: number };
   /** Per statement text (pg_stat_statements; empty where it is not loaded): what the phase ran. */
   statementTime: Map<string, StatementTime>;
+  /**
+   * Commands the Redis server ran during the phase, by name: every client's (the bench's own
+   * event listeners' XREADs among them), those Lua scripts call included.
+   */
+  redisCommands: Map<string, number>;
+  /** Chat completions the fake LLM answered: one per run of the agent loop (a run may answer several messages). */
+  llmCalls: number;
+}
+
+/** A database and queue prefix one set of services runs on, with what reads their counters. */
+interface BenchDatabase {
+  name: string;
+  url: URL;
+  pool: pg.Pool;
+  prefix: string;
+  jobs: Awaited<ReturnType<typeof startQueueAddCounter>>;
+  /** The job the ingress adds (or has absorbed by a deduplication id) for every message it stores. */
+  inbound: { queue: string; job: string };
 }
 
 interface StatementTime {
@@ -731,19 +960,160 @@ interface CountedFigures {
   firstContact: PhaseFigures;
   steady: PhaseFigures;
   batched: PhaseFigures;
+  /** Bursts of two messages per chat, per K (K = 1 is `batched`). */
+  bursts: Map<number, PhaseFigures>;
   api: PhaseFigures;
+  /** The minimal bot's bursts per K, counted the same way. */
+  minimal?: Map<number, PhaseFigures>;
 }
 
+/** One phase per round and side, in the order they ran. */
 interface LedgerFigures {
   filled: { rows: number; ms: number; bytes: number };
   k: number;
   rate: number;
-  emptyBurst: BurstFigures;
-  fullBurst: BurstFigures;
-  emptyPaced: PacedFigures;
-  fullPaced: PacedFigures;
-  prunePaced: PacedFigures;
+  emptyBursts: BurstFigures[];
+  fullBursts: BurstFigures[];
+  emptyPaced: PacedFigures[];
+  fullPaced: PacedFigures[];
+  prunePaced: PacedFigures[];
   prunedPerSecond: number;
+}
+
+/** Phases as one: every counter summed (the results are left out). */
+function pooled(phases: readonly PhaseFigures[]): PhaseFigures {
+  const sumMaps = (maps: Map<string, number>[]) => {
+    const sum = new Map<string, number>();
+    for (const map of maps) for (const [key, n] of map) sum.set(key, (sum.get(key) ?? 0) + n);
+    return sum;
+  };
+  const add = (f: (m: PhaseFigures) => number) => phases.reduce((sum, m) => sum + f(m), 0);
+  const statementTime = new Map<string, StatementTime>();
+  for (const m of phases) {
+    for (const [query, t] of m.statementTime) {
+      const prior = statementTime.get(query) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
+      statementTime.set(query, { calls: prior.calls + t.calls, ms: prior.ms + t.ms, pages: prior.pages + t.pages, dirtied: prior.dirtied + t.dirtied });
+    }
+  }
+  return {
+    messages: add((m) => m.messages),
+    wallMs: add((m) => m.wallMs),
+    cpuMs: sumMaps(phases.map((m) => m.cpuMs)),
+    postgresByClass: sumMaps(phases.map((m) => m.postgresByClass)),
+    redisCpuMs: add((m) => m.redisCpuMs),
+    othersCpuMs: add((m) => m.othersCpuMs),
+    statements: undefined,
+    jobs: { added: sumMaps(phases.map((m) => m.jobs.added)), notCreated: sumMaps(phases.map((m) => m.jobs.notCreated)), moved: sumMaps(phases.map((m) => m.jobs.moved)) },
+    wal: { bytes: add((m) => m.wal.bytes), fpi: add((m) => m.wal.fpi), records: add((m) => m.wal.records) },
+    statementTime,
+    redisCommands: sumMaps(phases.map((m) => m.redisCommands)),
+    llmCalls: add((m) => m.llmCalls),
+  };
+}
+
+/** The share of the machine's cores that were busy during a phase, by anyone. */
+function machineBusy(m: PhaseFigures): number {
+  const busyMs = [...m.cpuMs.values()].reduce((a, b) => a + b, 0) + m.redisCpuMs + m.othersCpuMs;
+  return busyMs / (m.wallMs * availableParallelism());
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Nahida against the minimal bot, same run, per K: throughput, CPU per message by process class
+ * and its rise from K = 1, paced latency, and (from the counted run) statements, queue jobs and
+ * Redis commands per message; then issue 26's targets, each met or not.
+ */
+function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counted: CountedFigures | undefined, apiToBare: number): void {
+  const classes = ["ingress", "agent-worker", "delivery", "postgres"] as const;
+  // Postgres: the services' own backends only (not autovacuum's or the bench's).
+  const per = (m: PhaseFigures, cls: string) => (cls === "postgres" ? postgresPerMessage(m) : (m.cpuMs.get(cls) ?? 0) / m.messages);
+  const totalCpuPerMessage = serviceCpuPerMessage;
+  const rate = (m: BurstFigures) => (m.messages * 1000) / m.result.elapsedMs;
+  const x = (a: number, b: number) => (b > 0 ? `${fmt(a / b, 2)} ×` : "n/a");
+  const rise = (now: number, atOne: number) => `${now >= atOne ? "+" : ""}${fmt((100 * (now - atOne)) / atOne, 0)} %`;
+  const [k1] = [...nahida.bursts.keys()];
+  const rows: string[][] = [];
+  for (const [k, n] of nahida.bursts) {
+    const m = minimal.bursts.get(k)!;
+    const n1 = nahida.bursts.get(k1!)!;
+    const m1 = minimal.bursts.get(k1!)!;
+    const scale = k === k1 ? "" : ` (${x(rate(n), rate(n1))} / ${x(rate(m), rate(m1))} of K=${k1})`;
+    rows.push([`burst K=${k}, msgs/s`, fmt(rate(n), 0), fmt(rate(m), 0), `${x(rate(n), rate(m))}${scale}`]);
+    rows.push([`  messages per LLM call`, fmt(n.messages / n.llmCalls, 2), fmt(m.messages / m.llmCalls, 2), ""]);
+    for (const cls of classes) {
+      const grew = k === k1 ? "" : `; from K=${k1}: ${rise(per(n, cls), per(n1, cls))} / ${rise(per(m, cls), per(m1, cls))}`;
+      rows.push([`  CPU/msg ${cls}`, `${fmt(per(n, cls), 2)} ms`, `${fmt(per(m, cls), 2)} ms`, `${x(per(n, cls), per(m, cls))}${grew}`]);
+    }
+    const grew = k === k1 ? "" : `; from K=${k1}: ${rise(totalCpuPerMessage(n), totalCpuPerMessage(n1))} / ${rise(totalCpuPerMessage(m), totalCpuPerMessage(m1))}`;
+    rows.push([`  CPU/msg, all services and Postgres`, `${fmt(totalCpuPerMessage(n), 2)} ms`, `${fmt(totalCpuPerMessage(m), 2)} ms`, `${x(totalCpuPerMessage(n), totalCpuPerMessage(m))}${grew}`]);
+    rows.push([`  CPU/msg Redis`, `${fmt(n.redisCpuMs / n.messages, 2)} ms`, `${fmt(m.redisCpuMs / m.messages, 2)} ms`, x(n.redisCpuMs / n.messages, m.redisCpuMs / m.messages)]);
+  }
+  for (const [r, n] of nahida.pacedRuns) {
+    const m = minimal.pacedRuns.get(r)!;
+    const p = (f: PacedFigures, q: number) => percentile(f.result.latencies, q);
+    rows.push([`paced ${r}/s K=${PACED_K}, p50 / p99`, `${p(n, 50)} / ${p(n, 99)} ms`, `${p(m, 50)} / ${p(m, 99)} ms`, `${x(p(n, 50), p(m, 50))} / ${x(p(n, 99), p(m, 99))}`]);
+    rows.push([`  CPU/msg, all`, `${fmt(totalCpuPerMessage(n), 2)} ms`, `${fmt(totalCpuPerMessage(m), 2)} ms`, x(totalCpuPerMessage(n), totalCpuPerMessage(m))]);
+    for (const cls of classes) rows.push([`  CPU/msg ${cls}`, `${fmt(per(n, cls), 2)} ms`, `${fmt(per(m, cls), 2)} ms`, x(per(n, cls), per(m, cls))]);
+  }
+  if (counted?.minimal) {
+    for (const [k, n] of counted.bursts) {
+      const m = counted.minimal.get(k);
+      if (!m) continue;
+      const n1 = counted.bursts.get(1)!;
+      rows.push([`counted burst K=${k}: statements/msg`, `${fmt(statementsOf(n) / n.messages, 2)}${k === 1 ? "" : ` (${x(statementsOf(n) / n.messages, statementsOf(n1) / n1.messages)} of K=1)`}`, fmt(statementsOf(m) / m.messages, 2), ""]);
+      rows.push([`  queue jobs/msg; went back`, `${jobsPerMessage(n)}; ${movesPerMessage(n)}`, `${jobsPerMessage(m)}; ${movesPerMessage(m)}`, ""]);
+      rows.push([`  Redis commands/msg`, redisPerMessage(n), redisPerMessage(m), x(Number(redisPerMessage(n)), Number(redisPerMessage(m)))]);
+    }
+  }
+  log("");
+  log(
+    `Nahida (connected ${DATABASE_MODE_TEXT[DATABASES[0]!]}) against the minimal bot (directly; same run, same fakes and traffic; ` +
+      "CPU of each class's processes and of the Postgres backends serving them; bursts batch a chat's waiting messages into one Nahida run):",
+  );
+  log("| figure | Nahida | minimal bot | Nahida / minimal |");
+  log("|---|---|---|---|");
+  for (const r of rows) log(`| ${r.join(" | ")} |`);
+
+  // Issue 26's targets.
+  const met = (ok: boolean) => (ok ? "met" : "NOT met");
+  const n2 = nahida.bursts.get(2);
+  const m2 = minimal.bursts.get(2);
+  const n1 = nahida.bursts.get(1);
+  const m1 = minimal.bursts.get(1);
+  log("");
+  if (n1 && n2 && m1 && m2) {
+    const nr = totalCpuPerMessage(n2) / totalCpuPerMessage(n1);
+    const mr = totalCpuPerMessage(m2) / totalCpuPerMessage(m1);
+    log(`target: CPU per message, burst, K=1 → 2: Nahida ${rise(totalCpuPerMessage(n2), totalCpuPerMessage(n1))}, minimal bot ${rise(totalCpuPerMessage(m2), totalCpuPerMessage(m1))}: ${met(nr <= mr)}`);
+  }
+  if (counted) {
+    const s1 = statementsOf(counted.bursts.get(1)!) / counted.bursts.get(1)!.messages;
+    for (const [k, n] of counted.bursts) {
+      if (k === 1) continue;
+      const ratio = statementsOf(n) / n.messages / s1;
+      log(`target: statements per message at K=${k} ≤ 1.1 × K=1: ${fmt(ratio, 2)} ×: ${met(ratio <= 1.1)}`);
+    }
+  }
+  const paced = [...nahida.pacedRuns.keys()][0];
+  if (paced !== undefined) {
+    const n = nahida.pacedRuns.get(paced)!;
+    const m = minimal.pacedRuns.get(paced)!;
+    const cpu = totalCpuPerMessage(n) / totalCpuPerMessage(m);
+    const p99 = (f: PacedFigures) => percentile(f.result.latencies, 99);
+    log(`target: paced ${paced}/s CPU per message ≤ 1.15 × the minimal bot's: ${fmt(cpu, 2)} ×: ${met(cpu <= 1.15)}`);
+    log(`target: paced ${paced}/s p99 ≤ the minimal bot's: ${p99(n)} against ${p99(m)} ms: ${met(p99(n) <= p99(m))}`);
+  }
+  log(`target: POST /api/send ≥ 0.9 × the bare route: ${fmt(apiToBare, 2)} ×: ${met(apiToBare >= 0.9)}`);
+}
+
+/** CPU per message of the service processes (gateway included) and of the Postgres backends serving them. */
+function serviceCpuPerMessage(m: PhaseFigures): number {
+  return SERVICE_CLASSES.reduce((sum, cls) => sum + (m.cpuMs.get(cls) ?? 0), 0) / m.messages + postgresPerMessage(m);
 }
 
 /** Postgres CPU per message of the services' own backends (the janitor's excluded). */
@@ -780,19 +1150,33 @@ function printDatabaseModes(timed: Map<DatabaseMode, TimedFigures>): void {
 
 function printLedger(l: LedgerFigures): void {
   const ratio = (a: number, b: number) => `${fmt(a / b, 2)} ×`;
-  const p = (m: PacedFigures, q: number) => percentile(m.result.latencies, q);
+  const rate = (m: BurstFigures) => (m.messages * 1000) / m.result.elapsedMs;
+  /** Every round's latencies together: one percentile over all of a side's messages. */
+  const p = (ms: readonly PacedFigures[], q: number) => percentile(ms.flatMap((m) => m.result.latencies).sort((a, b) => a - b), q);
+  const perRound = (values: number[]) => `rounds: ${values.map((v) => fmt(v, 2)).join(", ")}`;
+  const rounds = l.emptyBursts.length;
+  const [emptyBurst, fullBurst, emptyPaced, fullPaced] = [l.emptyBursts, l.fullBursts, l.emptyPaced, l.fullPaced].map(pooled) as [PhaseFigures, PhaseFigures, PhaseFigures, PhaseFigures];
+  const busy = (ms: readonly PacedFigures[]) => `${fmt(100 * median(ms.map(machineBusy)), 0)} %`;
+  const wal = (m: PhaseFigures) => `${fmt(m.wal.bytes / m.messages / 1024, 1)} KiB, ${fmt(m.wal.fpi / m.messages, 1)} full pages`;
+  const roundP99 = (a: PacedFigures[], b: PacedFigures[]) => perRound(a.map((m, i) => percentile(m.result.latencies, 99) / percentile(b[i]!.result.latencies, 99)));
   log("");
-  log(`ledger (${l.filled.rows} rows prefilled in ${(l.filled.ms / 1000).toFixed(0)} s, ${(l.filled.bytes / 2 ** 30).toFixed(2)} GiB), empty against full, same run:`);
+  log(`ledger (${l.filled.rows} rows prefilled in ${(l.filled.ms / 1000).toFixed(0)} s, ${(l.filled.bytes / 2 ** 30).toFixed(2)} GiB), empty against full, ${rounds} rounds in turns, same run:`);
   log(`| figure | empty | full | full / empty |`);
   log(`|---|---|---|---|`);
-  log(`| burst K=${l.k}, msgs/s | ${throughput(l.emptyBurst)} | ${throughput(l.fullBurst)} | ${ratio(l.emptyBurst.result.elapsedMs, l.fullBurst.result.elapsedMs)} |`);
-  log(`| Postgres CPU per message (the statements' time), burst | ${fmt(postgresPerMessage(l.emptyBurst), 2)} ms | ${fmt(postgresPerMessage(l.fullBurst), 2)} ms | ${ratio(postgresPerMessage(l.fullBurst), postgresPerMessage(l.emptyBurst))} |`);
-  log(`| paced ${l.rate}/s p50 / p99 | ${p(l.emptyPaced, 50)} / ${p(l.emptyPaced, 99)} ms | ${p(l.fullPaced, 50)} / ${p(l.fullPaced, 99)} ms | ${ratio(p(l.fullPaced, 99), p(l.emptyPaced, 99))} (p99) |`);
-  log(`| Postgres CPU per message, paced | ${fmt(postgresPerMessage(l.emptyPaced), 2)} ms | ${fmt(postgresPerMessage(l.fullPaced), 2)} ms | ${ratio(postgresPerMessage(l.fullPaced), postgresPerMessage(l.emptyPaced))} |`);
-  const wal = (m: PhaseFigures) => `${fmt(m.wal.bytes / m.messages / 1024, 1)} KiB, ${fmt(m.wal.fpi / m.messages, 1)} full pages`;
-  log(`| WAL per message, burst | ${wal(l.emptyBurst)} | ${wal(l.fullBurst)} | ${ratio(l.fullBurst.wal.bytes, l.emptyBurst.wal.bytes)} |`);
-  log(`| WAL per message, paced | ${wal(l.emptyPaced)} | ${wal(l.fullPaced)} | ${ratio(l.fullPaced.wal.bytes, l.emptyPaced.wal.bytes)} |`);
-  log(`while the janitor prunes the full ledger (${l.prunedPerSecond.toFixed(0)} rows/s): paced ${l.rate}/s p50 / p99 ${p(l.prunePaced, 50)} / ${p(l.prunePaced, 99)} ms, p99 ${ratio(p(l.prunePaced, 99), p(l.fullPaced, 99))} the same pace without a prune`);
+  log(
+    `| burst K=${l.k}, msgs/s, median of ${rounds} | ${fmt(median(l.emptyBursts.map(rate)), 0)} | ${fmt(median(l.fullBursts.map(rate)), 0)} | ` +
+      `${ratio(median(l.fullBursts.map(rate)), median(l.emptyBursts.map(rate)))} (${perRound(l.fullBursts.map((m, i) => rate(m) / rate(l.emptyBursts[i]!)))}) |`,
+  );
+  log(`| Postgres CPU per message (the statements' time), burst | ${fmt(postgresPerMessage(emptyBurst), 2)} ms | ${fmt(postgresPerMessage(fullBurst), 2)} ms | ${ratio(postgresPerMessage(fullBurst), postgresPerMessage(emptyBurst))} |`);
+  log(`| paced ${l.rate}/s K=${PACED_K} p50 / p99, every round's messages | ${p(l.emptyPaced, 50)} / ${p(l.emptyPaced, 99)} ms | ${p(l.fullPaced, 50)} / ${p(l.fullPaced, 99)} ms | ${ratio(p(l.fullPaced, 99), p(l.emptyPaced, 99))} p99 (${roundP99(l.fullPaced, l.emptyPaced)}) |`);
+  log(`| machine busy, paced (median) | ${busy(l.emptyPaced)} | ${busy(l.fullPaced)} | |`);
+  log(`| Postgres CPU per message, paced | ${fmt(postgresPerMessage(emptyPaced), 2)} ms | ${fmt(postgresPerMessage(fullPaced), 2)} ms | ${ratio(postgresPerMessage(fullPaced), postgresPerMessage(emptyPaced))} |`);
+  log(`| WAL per message, burst | ${wal(emptyBurst)} | ${wal(fullBurst)} | ${ratio(fullBurst.wal.bytes / fullBurst.messages, emptyBurst.wal.bytes / emptyBurst.messages)} |`);
+  log(`| WAL per message, paced | ${wal(emptyPaced)} | ${wal(fullPaced)} | ${ratio(fullPaced.wal.bytes / fullPaced.messages, emptyPaced.wal.bytes / emptyPaced.messages)} |`);
+  log(
+    `while the janitor prunes the full ledger (${l.prunedPerSecond.toFixed(0)} rows/s, machine ${busy(l.prunePaced)} busy): paced ${l.rate}/s p50 / p99 ${p(l.prunePaced, 50)} / ${p(l.prunePaced, 99)} ms, ` +
+      `p99 ${ratio(p(l.prunePaced, 99), p(l.fullPaced, 99))} the same pace on the full ledger without a prune (${roundP99(l.prunePaced, l.fullPaced)})`,
+  );
 }
 
 function sumCpu(pids: readonly number[]): number {
@@ -885,6 +1269,18 @@ function statementBreakdown(m: PhaseFigures): string {
 function jobsPerMessage(m: PhaseFigures): string {
   const total = [...m.jobs.added.values()].reduce((a, b) => a + b, 0);
   return fmt(total / m.messages, 2);
+}
+
+/** Redis commands per message, the bench's own event listeners' XREADs left out. */
+function redisPerMessage(m: PhaseFigures): string {
+  const total = [...m.redisCommands].filter(([c]) => c !== "xread").reduce((sum, [, n]) => sum + n, 0);
+  return fmt(total / m.messages, 1);
+}
+
+/** Jobs that went back per message (delayed, retried, failed, stalled), or "none". */
+function movesPerMessage(m: PhaseFigures): string {
+  const parts = [...m.jobs.moved].sort(([a], [b]) => a.localeCompare(b)).map(([how, n]) => `${how} ${fmt(n / m.messages, 3)}`);
+  return parts.length ? parts.join(", ") : "none";
 }
 
 function jobBreakdown(m: PhaseFigures): string {

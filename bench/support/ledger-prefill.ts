@@ -7,7 +7,8 @@ export interface PrefillResult {
   bytes: number;
 }
 
-const TABLES = ["lanes", "sessions", "chats", "inbound_messages", "lane_items", "lane_runs", "deliveries", "turns"];
+/** The tables traffic grows. */
+export const LEDGER_TABLES = ["lanes", "sessions", "chats", "inbound_messages", "lane_items", "lane_runs", "deliveries", "turns"];
 
 /**
  * Fills the ledger with about `rows` rows the way traffic leaves them, with generate_series:
@@ -85,10 +86,10 @@ export async function prefillLedger(pool: pg.Pool, o: { rows: number; ageDays: n
     // What autovacuum and the checkpointer do after a load like this, done now: measured
     // afterwards, the hot path would compete with them for the disk and the cores.
     const a0 = Date.now();
-    await client.query(`VACUUM (ANALYZE) ${TABLES.join(", ")}`);
+    await client.query(`VACUUM (ANALYZE) ${LEDGER_TABLES.join(", ")}`);
     await client.query("CHECKPOINT");
     o.log(`    VACUUM (ANALYZE), CHECKPOINT: ${((Date.now() - a0) / 1000).toFixed(1)} s`);
-    const { rows } = await client.query<{ bytes: string }>(`SELECT sum(pg_total_relation_size(t::regclass))::text AS bytes FROM unnest($1::text[]) t`, [TABLES]);
+    const { rows } = await client.query<{ bytes: string }>(`SELECT sum(pg_total_relation_size(t::regclass))::text AS bytes FROM unnest($1::text[]) t`, [LEDGER_TABLES]);
     return { rows: 6 * messages + 3 * sessions, ms: Date.now() - t0, bytes: Number(rows[0]!.bytes) };
   } finally {
     await client.query("RESET synchronous_commit").catch(() => undefined);
