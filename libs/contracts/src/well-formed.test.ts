@@ -43,6 +43,19 @@ describe("storableJson", () => {
     expect(cleaned.value.when).toBeInstanceOf(Date);
   });
 
+  it("gives a value with nothing to clean back as it is, emoji included, and still finds one deep string to clean", () => {
+    const clean = { text: "héllo 👋 世界", list: [{ k: "v" }, 1, null], nested: JSON.parse(nested(62)) };
+    const same = storableJson(clean);
+    expect(same.ok && same.value).toBe(clean);
+    const dirty = { ...clean, list: [{ k: "v" }, { deep: [["x\ud83d"]] }] };
+    const cleaned = storableJson(dirty);
+    if (!cleaned.ok) throw new Error(cleaned.error);
+    expect(cleaned.value).not.toBe(dirty);
+    expect(cleaned.value.list[1]).toEqual({ deep: [["x\ufffd"]] });
+    expect(cleaned.value.text).toBe(clean.text);
+    expect(storableJson({ ["k\u0000"]: 1 })).toEqual({ ok: true, value: { k: 1 } });
+  });
+
   it("copies an object met twice once", () => {
     const shared = { s: "x\ud800" };
     const cleaned = storableJson({ a: shared, b: shared });

@@ -6,8 +6,12 @@ import { err, ok, type Result } from "./result";
  * refused insert would fail the whole run.
  */
 export function wellFormed(text: string): string {
+  // Nearly every text has neither: one test instead of two replacing passes.
+  if (!SURROGATE_OR_NUL.test(text)) return text;
   return text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd").replaceAll("\u0000", "");
 }
+
+const SURROGATE_OR_NUL = /[\ud800-\udfff\u0000]/;
 
 /** The deepest nesting of arrays and objects Nahida takes in any JSON it receives or stores. */
 export const MAX_JSON_DEPTH = 64;
@@ -40,6 +44,7 @@ export function jsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number {
  * overflow the call stack; a value nested deeper than `maxDepth` is an error with the
  * reason. An object met twice (shared, which parsed JSON never is) is copied once, at the
  * depth it was first met. Two keys that clean to the same key keep the later one's value.
+ * A value with nothing to clean comes back as it is, not copied.
  */
 export function storableJson<T>(value: T, maxDepth = MAX_JSON_DEPTH): Result<T, string> {
   return walk(value, maxDepth, "error");
@@ -57,6 +62,9 @@ export function storableJsonCut(value: unknown, maxDepth = MAX_JSON_DEPTH): unkn
 function walk<T>(value: T, maxDepth: number, tooDeep: "error" | "cut"): Result<T, string> {
   if (typeof value === "string") return ok(wellFormed(value) as T);
   if (!isContainer(value)) return ok(value);
+  // Nearly every value is clean and shallow: a read-only pass first, which costs a fraction of
+  // a copy (a profile of the ingress had the copy at a fifth of its CPU per message).
+  if (cleanAndShallow(value, maxDepth)) return ok(value);
   const copies = new Map<object, unknown>();
   const copyOf = (source: object): unknown => (Array.isArray(source) ? new Array(source.length) : {});
   const root = copyOf(value);
@@ -84,6 +92,29 @@ function walk<T>(value: T, maxDepth: number, tooDeep: "error" | "cut"): Result<T
     }
   }
   return ok(root as T);
+}
+
+/** Whether no string of `value`, keys included, needs cleaning and nothing nests deeper than `maxDepth`. */
+function cleanAndShallow(value: object, maxDepth: number): boolean {
+  const seen = new Set<object>([value]);
+  const stack: { source: object; depth: number }[] = [{ source: value, depth: 1 }];
+  while (stack.length > 0) {
+    const { source, depth } = stack.pop()!;
+    const isArray = Array.isArray(source);
+    for (const key in source) {
+      if (!Object.hasOwn(source, key)) continue;
+      if (!isArray && SURROGATE_OR_NUL.test(key)) return false;
+      const child: unknown = (source as Record<string, unknown>)[key];
+      if (typeof child === "string") {
+        if (SURROGATE_OR_NUL.test(child) && wellFormed(child) !== child) return false;
+      } else if (isContainer(child) && !seen.has(child)) {
+        if (depth >= maxDepth) return false;
+        seen.add(child);
+        stack.push({ source: child, depth: depth + 1 });
+      }
+    }
+  }
+  return true;
 }
 
 /** Arrays and plain objects are walked; anything else (a Date, a Buffer) is kept as it is. */
