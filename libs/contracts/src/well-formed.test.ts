@@ -34,11 +34,13 @@ describe("storableJson", () => {
   });
 
   it("keeps an own __proto__ key a key, and leaves dates and buffers as they are", () => {
-    const parsed = JSON.parse('{"__proto__":{"polluted":true},"at":1}');
+    // A string to clean, so the value is copied (a clean one comes back as it is).
+    const parsed = JSON.parse('{"__proto__":{"polluted":true},"at":"x\\u0000"}');
     const cleaned = storableJson({ ...{}, body: parsed, when: new Date(0) });
     if (!cleaned.ok) throw new Error(cleaned.error);
     expect(Object.getPrototypeOf(cleaned.value.body)).toBe(Object.prototype);
     expect(Object.keys(cleaned.value.body)).toEqual(["__proto__", "at"]);
+    expect(cleaned.value.body).not.toBe(parsed);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(cleaned.value.when).toBeInstanceOf(Date);
   });
@@ -54,6 +56,11 @@ describe("storableJson", () => {
     expect(cleaned.value.list[1]).toEqual({ deep: [["x\ufffd"]] });
     expect(cleaned.value.text).toBe(clean.text);
     expect(storableJson({ ["k\u0000"]: 1 })).toEqual({ ok: true, value: { k: 1 } });
+    // The limit is the same as the copy's: 64 levels come back as they are, 65 are refused.
+    const deepest = JSON.parse(nested(64));
+    expect(storableJson(deepest)).toEqual({ ok: true, value: deepest });
+    expect((storableJson(deepest) as { value: unknown }).value).toBe(deepest);
+    expect(storableJson({ x: JSON.parse(nested(64)) })).toEqual({ ok: false, error: `nested deeper than ${MAX_JSON_DEPTH} levels` });
   });
 
   it("copies an object met twice once", () => {

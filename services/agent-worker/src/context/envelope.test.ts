@@ -177,6 +177,16 @@ describe("renderEnvelope", () => {
     });
   });
 
+  it("keeps a stamp per zone: the same timestamp again, and in another zone, renders as before", () => {
+    const shanghai = createEnvelopeRenderer({ timeZone: "Asia/Shanghai" });
+    const newYork = createEnvelopeRenderer({ timeZone: "America/New_York" });
+    for (let i = 0; i < 2; i++) {
+      expect(shanghai.renderEnvelope(base)).toBe("[2026-05-10 14:03 +08 | milky/group | Alice admin]");
+      expect(newYork.renderEnvelope(base)).toBe("[2026-05-10 02:03 -04 | milky/group | Alice admin]");
+      expect(() => shanghai.renderEnvelope({ ...base, timestamp: "not a time" })).toThrow(RangeError);
+    }
+  });
+
   it("is deterministic: same input, same bytes", () => {
     const first = renderEnvelope(base, { timeZone: "Europe/Berlin" });
     for (let i = 0; i < 5; i++) {
