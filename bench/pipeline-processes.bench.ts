@@ -428,13 +428,7 @@ async function main(): Promise<void> {
     );
     const byQuery = new Map<string, StatementTime>();
     for (const r of rows) {
-      const prior = byQuery.get(r.query) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
-      byQuery.set(r.query, {
-        calls: prior.calls + Number(r.calls),
-        ms: prior.ms + r.ms,
-        pages: prior.pages + Number(r.hit) + Number(r.read),
-        dirtied: prior.dirtied + Number(r.dirtied),
-      });
+      addStatementTime(byQuery, r.query, { calls: Number(r.calls), ms: r.ms, pages: Number(r.hit) + Number(r.read), dirtied: Number(r.dirtied) });
     }
     return byQuery;
   };
@@ -581,7 +575,7 @@ async function main(): Promise<void> {
       await burst(50, chats);
       const m = await measure(topology, 2 * COUNT_CHATS, () => burst(2 * COUNT_CHATS, chats));
       byK.set(k, m);
-      log(`  ${topology.system === "minimal" ? "minimal bot, " : ""}burst K=${k}: ${statementBreakdown(m)} statements/msg, ${jobsPerMessage(m)} jobs/msg, ${redisPerMessage(m)} Redis commands/msg`);
+      log(`  ${topology.system === "minimal" ? "minimal bot, " : ""}burst K=${k}: ${statementBreakdown(m)} statements/msg, ${jobsPerMessage(m)} jobs/msg, ${fmt(redisCommandsPerMessage(m), 1)} Redis commands/msg`);
     }
     return byK;
   }
@@ -591,22 +585,37 @@ async function main(): Promise<void> {
    * backends' alone (not autovacuum cleaning up after Nahida's phases).
    */
   async function minimalDb(): Promise<BenchDatabase> {
-    if (minimalDatabase) return minimalDatabase;
-    const name = `${databaseName}_min`;
+    minimalDatabase ??= await openBenchDatabase("min", { queue: MINIMAL_QUEUES.inbound, job: "message" }, [MINIMAL_QUEUES.inbound, MINIMAL_QUEUES.outbound], async (url) => {
+      await maintenance.query(`CREATE DATABASE ${url.pathname.slice(1)}`);
+      const pool = new pg.Pool({ connectionString: url.toString(), max: 1 });
+      await createMinimalSchema(pool).finally(() => pool.end());
+    });
+    return minimalDatabase;
+  }
+
+  /**
+   * A database and queue prefix beside the bench's own (`<name>_<suffix>`): `create` makes the
+   * database and its tables; dropped, cleared and closed with the rest at the end.
+   */
+  async function openBenchDatabase(
+    suffix: string,
+    inbound: BenchDatabase["inbound"],
+    queues: readonly string[],
+    create: (url: URL) => Promise<unknown>,
+  ): Promise<BenchDatabase> {
+    const name = `${databaseName}_${suffix}`;
     const url = new URL(directUrl);
     url.pathname = `/${name}`;
-    await maintenance.query(`CREATE DATABASE ${name}`);
+    await create(url);
     cleanups.push(() => dropDatabase(url.toString()));
     const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
     cleanups.push(() => pool.end());
-    await createMinimalSchema(pool);
     if (statementTimes) await pool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-    const minimalPrefix = `${prefix}_min`;
-    cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, minimalPrefix));
-    const jobs = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix: minimalPrefix, queues: [MINIMAL_QUEUES.inbound, MINIMAL_QUEUES.outbound] });
+    const queuePrefix = `${prefix}_${suffix}`;
+    cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, queuePrefix));
+    const jobs = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix: queuePrefix, queues });
     cleanups.push(() => jobs.close());
-    minimalDatabase = { name, url, pool, prefix: minimalPrefix, jobs, inbound: { queue: MINIMAL_QUEUES.inbound, job: "message" } };
-    return minimalDatabase;
+    return { name, url, pool, prefix: queuePrefix, jobs, inbound };
   }
 
   // ------------------------------------------------------------ timings, services without proxies, per way of reaching Postgres
@@ -680,22 +689,10 @@ async function main(): Promise<void> {
    */
   async function onFullLedger(): Promise<LedgerFigures> {
     const mode = DATABASES[0]!;
-    const fullName = `${databaseName}_full`;
-    const fullUrl = new URL(directUrl);
-    fullUrl.pathname = `/${fullName}`;
-    await migrate({ databaseUrl: fullUrl.toString() });
-    cleanups.push(() => dropDatabase(fullUrl.toString()));
-    const fullPool = new pg.Pool({ connectionString: fullUrl.toString(), max: 2 });
-    cleanups.push(() => fullPool.end());
-    if (statementTimes) await fullPool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-    const fullPrefix = `${prefix}_full`;
-    cleanups.push(() => clearQueuePrefix(TEST_REDIS_URL, fullPrefix));
-    const fullJobs = await startQueueAddCounter({ redisUrl: TEST_REDIS_URL, prefix: fullPrefix, queues: ["lanes", "outbound"] });
-    cleanups.push(() => fullJobs.close());
-    const fullDb: BenchDatabase = { ...mainDb, name: fullName, url: fullUrl, pool: fullPool, prefix: fullPrefix, jobs: fullJobs };
+    const fullDb = await openBenchDatabase("full", mainDb.inbound, ["lanes", "outbound"], (url) => migrate({ databaseUrl: url.toString() }));
 
     log(`ledger: ${PREFILL} rows, ${PREFILL_AGE_DAYS} days old and older, in a second database; ${LEDGER_ROUNDS} rounds of empty, then full:`);
-    const filled = await prefillLedger(fullPool, { rows: PREFILL, ageDays: PREFILL_AGE_DAYS, log });
+    const filled = await prefillLedger(fullDb.pool, { rows: PREFILL, ageDays: PREFILL_AGE_DAYS, log });
     log(`  prefilled ${filled.rows} rows in ${(filled.ms / 1000).toFixed(0)} s: ${(filled.bytes / 2 ** 30).toFixed(2)} GiB with indexes`);
     // The kernel is still writing the prefill out (seen: the first side measured after it had
     // the machine 79 % busy at a pace that takes 35 %): flush it and wait for a quiet machine.
@@ -723,7 +720,7 @@ async function main(): Promise<void> {
       for (;;) {
         const { rows } = await maintenance.query<{ n: number }>(
           "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND datname = ANY($1)",
-          [[databaseName, fullName]],
+          [[databaseName, fullDb.name]],
         );
         if (rows[0]!.n === 0) break;
         if (Date.now() - t0 > 60_000) {
@@ -803,15 +800,22 @@ async function main(): Promise<void> {
       );
       running.add(scheduler);
       try {
-        /** Rows the janitor pruned so far, from its own counter (a count(*) of the tables would load Postgres). */
-        const pruned = async () => {
+        /**
+         * From the janitor's own metrics (a count(*) of the tables would load Postgres): the rows
+         * it pruned so far, and whether a pass has ended (with a small --prefill, a later
+         * round's janitor may find nothing left).
+         */
+        const janitor = async () => {
           const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
-          return [...text.matchAll(/^nahida_janitor_pruned_rows_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+          const rows = [...text.matchAll(/^nahida_janitor_pruned_rows_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+          return { rows, passEnded: /^nahida_janitor_last_pass_timestamp_seconds [1-9]/m.test(text) };
         };
-        /** Whether a pass has ended: with a small --prefill, a later round's janitor may find nothing left. */
-        const passEnded = async () => /^nahida_janitor_last_pass_timestamp_seconds [1-9]/m.test(await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text());
+        const pruned = async () => (await janitor()).rows;
         // Measured once it is pruning, not while it waits for its lease.
-        await waitFor(async () => (await pruned()) > 0 || (await passEnded()) || undefined, 120_000, "the janitor to start pruning", 250);
+        await waitFor(async () => {
+          const j = await janitor();
+          return j.rows > 0 || j.passEnded || undefined;
+        }, 120_000, "the janitor to start pruning", 250);
         if ((await pruned()) === 0) log("    the janitor found nothing left to prune (a small --prefill): this phase measures no prune");
         const pruned0 = await pruned();
         const t0 = Date.now();
@@ -920,6 +924,12 @@ interface StatementTime {
   dirtied: number;
 }
 
+/** Adds `t` to what `times` holds for `query`: one statement text's rows of pg_stat_statements, or several phases. */
+function addStatementTime(times: Map<string, StatementTime>, query: string, t: StatementTime): void {
+  const prior = times.get(query) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
+  times.set(query, { calls: prior.calls + t.calls, ms: prior.ms + t.ms, pages: prior.pages + t.pages, dirtied: prior.dirtied + t.dirtied });
+}
+
 function diffStatementTimes(before: Map<string, StatementTime>, after: Map<string, StatementTime>): Map<string, StatementTime> {
   const diff = new Map<string, StatementTime>();
   for (const [query, a] of after) {
@@ -989,12 +999,7 @@ function pooled(phases: readonly PhaseFigures[]): PhaseFigures {
   };
   const add = (f: (m: PhaseFigures) => number) => phases.reduce((sum, m) => sum + f(m), 0);
   const statementTime = new Map<string, StatementTime>();
-  for (const m of phases) {
-    for (const [query, t] of m.statementTime) {
-      const prior = statementTime.get(query) ?? { calls: 0, ms: 0, pages: 0, dirtied: 0 };
-      statementTime.set(query, { calls: prior.calls + t.calls, ms: prior.ms + t.ms, pages: prior.pages + t.pages, dirtied: prior.dirtied + t.dirtied });
-    }
-  }
+  for (const m of phases) for (const [query, t] of m.statementTime) addStatementTime(statementTime, query, t);
   return {
     messages: add((m) => m.messages),
     wallMs: add((m) => m.wallMs),
@@ -1032,8 +1037,7 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
   const classes = ["ingress", "agent-worker", "delivery", "postgres"] as const;
   // Postgres: the services' own backends only (not autovacuum's or the bench's).
   const per = (m: PhaseFigures, cls: string) => (cls === "postgres" ? postgresPerMessage(m) : (m.cpuMs.get(cls) ?? 0) / m.messages);
-  const totalCpuPerMessage = serviceCpuPerMessage;
-  const rate = (m: BurstFigures) => (m.messages * 1000) / m.result.elapsedMs;
+  const rate = messagesPerSecond;
   const x = (a: number, b: number) => (b > 0 ? `${fmt(a / b, 2)} ×` : "n/a");
   const rise = (now: number, atOne: number) => `${now >= atOne ? "+" : ""}${fmt((100 * (now - atOne)) / atOne, 0)} %`;
   const [k1] = [...nahida.bursts.keys()];
@@ -1049,15 +1053,15 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
       const grew = k === k1 ? "" : `; from K=${k1}: ${rise(per(n, cls), per(n1, cls))} / ${rise(per(m, cls), per(m1, cls))}`;
       rows.push([`  CPU/msg ${cls}`, `${fmt(per(n, cls), 2)} ms`, `${fmt(per(m, cls), 2)} ms`, `${x(per(n, cls), per(m, cls))}${grew}`]);
     }
-    const grew = k === k1 ? "" : `; from K=${k1}: ${rise(totalCpuPerMessage(n), totalCpuPerMessage(n1))} / ${rise(totalCpuPerMessage(m), totalCpuPerMessage(m1))}`;
-    rows.push([`  CPU/msg, all services and Postgres`, `${fmt(totalCpuPerMessage(n), 2)} ms`, `${fmt(totalCpuPerMessage(m), 2)} ms`, `${x(totalCpuPerMessage(n), totalCpuPerMessage(m))}${grew}`]);
+    const grew = k === k1 ? "" : `; from K=${k1}: ${rise(serviceCpuPerMessage(n), serviceCpuPerMessage(n1))} / ${rise(serviceCpuPerMessage(m), serviceCpuPerMessage(m1))}`;
+    rows.push([`  CPU/msg, all services and Postgres`, `${fmt(serviceCpuPerMessage(n), 2)} ms`, `${fmt(serviceCpuPerMessage(m), 2)} ms`, `${x(serviceCpuPerMessage(n), serviceCpuPerMessage(m))}${grew}`]);
     rows.push([`  CPU/msg Redis`, `${fmt(n.redisCpuMs / n.messages, 2)} ms`, `${fmt(m.redisCpuMs / m.messages, 2)} ms`, x(n.redisCpuMs / n.messages, m.redisCpuMs / m.messages)]);
   }
   for (const [r, n] of nahida.pacedRuns) {
     const m = minimal.pacedRuns.get(r)!;
     const p = (f: PacedFigures, q: number) => percentile(f.result.latencies, q);
     rows.push([`paced ${r}/s K=${PACED_K}, p50 / p99`, `${p(n, 50)} / ${p(n, 99)} ms`, `${p(m, 50)} / ${p(m, 99)} ms`, `${x(p(n, 50), p(m, 50))} / ${x(p(n, 99), p(m, 99))}`]);
-    rows.push([`  CPU/msg, all`, `${fmt(totalCpuPerMessage(n), 2)} ms`, `${fmt(totalCpuPerMessage(m), 2)} ms`, x(totalCpuPerMessage(n), totalCpuPerMessage(m))]);
+    rows.push([`  CPU/msg, all`, `${fmt(serviceCpuPerMessage(n), 2)} ms`, `${fmt(serviceCpuPerMessage(m), 2)} ms`, x(serviceCpuPerMessage(n), serviceCpuPerMessage(m))]);
     for (const cls of classes) rows.push([`  CPU/msg ${cls}`, `${fmt(per(n, cls), 2)} ms`, `${fmt(per(m, cls), 2)} ms`, x(per(n, cls), per(m, cls))]);
   }
   if (counted?.minimal) {
@@ -1067,7 +1071,7 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
       const n1 = counted.bursts.get(1)!;
       rows.push([`counted burst K=${k}: statements/msg`, `${fmt(statementsOf(n) / n.messages, 2)}${k === 1 ? "" : ` (${x(statementsOf(n) / n.messages, statementsOf(n1) / n1.messages)} of K=1)`}`, fmt(statementsOf(m) / m.messages, 2), ""]);
       rows.push([`  queue jobs/msg; went back`, `${jobsPerMessage(n)}; ${movesPerMessage(n)}`, `${jobsPerMessage(m)}; ${movesPerMessage(m)}`, ""]);
-      rows.push([`  Redis commands/msg`, redisPerMessage(n), redisPerMessage(m), x(Number(redisPerMessage(n)), Number(redisPerMessage(m)))]);
+      rows.push([`  Redis commands/msg`, fmt(redisCommandsPerMessage(n), 1), fmt(redisCommandsPerMessage(m), 1), x(redisCommandsPerMessage(n), redisCommandsPerMessage(m))]);
     }
   }
   log("");
@@ -1087,9 +1091,9 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
   const m1 = minimal.bursts.get(1);
   log("");
   if (n1 && n2 && m1 && m2) {
-    const nr = totalCpuPerMessage(n2) / totalCpuPerMessage(n1);
-    const mr = totalCpuPerMessage(m2) / totalCpuPerMessage(m1);
-    log(`target: CPU per message, burst, K=1 → 2: Nahida ${rise(totalCpuPerMessage(n2), totalCpuPerMessage(n1))}, minimal bot ${rise(totalCpuPerMessage(m2), totalCpuPerMessage(m1))}: ${met(nr <= mr)}`);
+    const nr = serviceCpuPerMessage(n2) / serviceCpuPerMessage(n1);
+    const mr = serviceCpuPerMessage(m2) / serviceCpuPerMessage(m1);
+    log(`target: CPU per message, burst, K=1 → 2: Nahida ${rise(serviceCpuPerMessage(n2), serviceCpuPerMessage(n1))}, minimal bot ${rise(serviceCpuPerMessage(m2), serviceCpuPerMessage(m1))}: ${met(nr <= mr)}`);
   }
   if (counted) {
     const s1 = statementsOf(counted.bursts.get(1)!) / counted.bursts.get(1)!.messages;
@@ -1103,7 +1107,7 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
   if (paced !== undefined) {
     const n = nahida.pacedRuns.get(paced)!;
     const m = minimal.pacedRuns.get(paced)!;
-    const cpu = totalCpuPerMessage(n) / totalCpuPerMessage(m);
+    const cpu = serviceCpuPerMessage(n) / serviceCpuPerMessage(m);
     const p99 = (f: PacedFigures) => percentile(f.result.latencies, 99);
     log(`target: paced ${paced}/s CPU per message ≤ 1.15 × the minimal bot's: ${fmt(cpu, 2)} ×: ${met(cpu <= 1.15)}`);
     log(`target: paced ${paced}/s p99 ≤ the minimal bot's: ${p99(n)} against ${p99(m)} ms: ${met(p99(n) <= p99(m))}`);
@@ -1150,7 +1154,7 @@ function printDatabaseModes(timed: Map<DatabaseMode, TimedFigures>): void {
 
 function printLedger(l: LedgerFigures): void {
   const ratio = (a: number, b: number) => `${fmt(a / b, 2)} ×`;
-  const rate = (m: BurstFigures) => (m.messages * 1000) / m.result.elapsedMs;
+  const rate = messagesPerSecond;
   /** Every round's latencies together: one percentile over all of a side's messages. */
   const p = (ms: readonly PacedFigures[], q: number) => percentile(ms.flatMap((m) => m.result.latencies).sort((a, b) => a - b), q);
   const perRound = (values: number[]) => `rounds: ${values.map((v) => fmt(v, 2)).join(", ")}`;
@@ -1237,8 +1241,12 @@ function diffStatementMaps(before: Map<string, StatementCounts>, after: Map<stri
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 
+function messagesPerSecond(m: PhaseFigures & { result: { elapsedMs: number } }): number {
+  return (m.messages * 1000) / m.result.elapsedMs;
+}
+
 function throughput(m: PhaseFigures & { result: { elapsedMs: number } }): string {
-  return fmt((m.messages * 1000) / m.result.elapsedMs, 0);
+  return fmt(messagesPerSecond(m), 0);
 }
 
 function totalCpuPerMessage(m: PhaseFigures): number {
@@ -1272,9 +1280,8 @@ function jobsPerMessage(m: PhaseFigures): string {
 }
 
 /** Redis commands per message, the bench's own event listeners' XREADs left out. */
-function redisPerMessage(m: PhaseFigures): string {
-  const total = [...m.redisCommands].filter(([c]) => c !== "xread").reduce((sum, [, n]) => sum + n, 0);
-  return fmt(total / m.messages, 1);
+function redisCommandsPerMessage(m: PhaseFigures): number {
+  return [...m.redisCommands].filter(([c]) => c !== "xread").reduce((sum, [, n]) => sum + n, 0) / m.messages;
 }
 
 /** Jobs that went back per message (delayed, retried, failed, stalled), or "none". */
