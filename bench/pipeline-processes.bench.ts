@@ -17,6 +17,7 @@ import { readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { Queue } from "bullmq";
 import pg from "pg";
 import { migrate } from "@nahida/db";
 import { createRedis } from "@nahida/queue";
@@ -384,6 +385,19 @@ async function main(): Promise<void> {
       expectedStatus: 202,
       send: (i) => poster.post(url, { target: `telegram:private:${API_CHAT + (i % 1000)}`, text: `${tag} ${i}` }, headers),
     });
+  // Sends wait while a route is timed, Nahida's as the bare one: the delivery processes'
+  // work is the same for both, and with it running beside them the ratio measured how the
+  // two cores were shared more than either route (each run sends after it, unmeasured).
+  const outbound = new Queue("outbound", { connection: { url: TEST_REDIS_URL }, prefix });
+  cleanups.push(() => outbound.close());
+  const routeOnly = async <T>(load: () => Promise<T>): Promise<T> => {
+    await outbound.pause();
+    try {
+      return await load();
+    } finally {
+      await outbound.resume();
+    }
+  };
   const drainDeliveries = async () => {
     await waitFor(
       async () => {
@@ -637,7 +651,7 @@ async function main(): Promise<void> {
 
     await apiLoad(sendUrl, auth, Math.min(200, API_REQUESTS), "warm-up");
     await drainDeliveries();
-    const api = await measure(topology, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false);
+    const api = await measure(topology, API_REQUESTS, () => routeOnly(() => apiLoad(sendUrl, auth, API_REQUESTS, "api")), false);
     await drainDeliveries();
     log(`  POST /api/send: ${describeLoad(api.result)}, gateway CPU ${fmt((api.cpuMs.get("gateway") ?? 0) / API_REQUESTS, 2)} ms/request`);
     figures.api = api;
@@ -828,16 +842,21 @@ async function main(): Promise<void> {
     }
   }
 
-  const bare = args["bare-in-bench"]
+  // In the bench process its CPU is the load generator's too: not measured.
+  const bare: { address: string; pid?: number; close(): Promise<unknown> } = args["bare-in-bench"]
     ? await startBareSendServer({ databaseUrl: directUrl.toString(), redisUrl: TEST_REDIS_URL, prefix })
     : await startBareProcess();
   cleanups.push(() => bare.close());
   const bareUrl = new URL(`${bare.address}/send`);
   await apiLoad(bareUrl, {}, Math.min(200, API_REQUESTS), "warm-up");
   await drainDeliveries();
-  const bareRun = await apiLoad(bareUrl, {}, API_REQUESTS, "bare");
+  const bareCpu = () => (bare.pid === undefined ? undefined : processCpuMs(bare.pid));
+  const bareCpu0 = bareCpu();
+  const bareRun = await routeOnly(() => apiLoad(bareUrl, {}, API_REQUESTS, "bare"));
+  const bareCpu1 = bareCpu();
   await drainDeliveries();
-  log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}`);
+  const bareCpuText = bareCpu0 !== undefined && bareCpu1 !== undefined ? `, its CPU ${fmt((bareCpu1 - bareCpu0) / API_REQUESTS, 2)} ms/request` : "";
+  log(`  bare Fastify + INSERT + queue add (${args["bare-in-bench"] ? "in the bench process" : "own process"}): ${describeLoad(bareRun)}${bareCpuText}`);
 
   // ------------------------------------------------------------ the minimal bot: the same traffic through its own processes
   let minimal: TimedFigures | undefined;
@@ -874,7 +893,7 @@ async function main(): Promise<void> {
     );
     running.add(proc);
     const address = /ready (\S+)/.exec(proc.tail())![1]!;
-    return { address, close: () => proc.stop() };
+    return { address, pid: proc.pid, close: () => proc.stop() };
   }
 }
 

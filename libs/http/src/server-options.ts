@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import type { FastifyServerOptions } from "fastify";
+import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from "fastify";
 import type { ErrorCode } from "@nahida/contracts";
 
 /**
@@ -18,6 +18,26 @@ function socketAnswer(socket: Socket, status: number, reason: string, code: Erro
 }
 
 /**
+ * One access line per request, written when it ends, where Fastify writes two (`incoming
+ * request` at the start, `request completed` at the end): each line is a serialization, a
+ * redaction pass and a write, paid by every webhook and every `POST /api/send` (issue 26).
+ * The one line carries what both did (method, URL, remote address, status, time); the start
+ * is still there at `debug`, for a request that never ends.
+ */
+export class AccessLog extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (this.isLogDisabled(request)) return;
+    request.log.debug({ req: request }, "incoming request");
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, "request errored");
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, "request completed");
+  }
+}
+
+/**
  * What every Nahida HTTP server is built with, so that every error it answers has the
  * documented shape (`{error: {code, message}}`), Fastify's and Node's own included: a URL
  * Fastify cannot decode (`frameworkErrors`), and a request Node's parser refuses before
@@ -31,6 +51,7 @@ export function serverOptions(o: {
 }): FastifyServerOptions {
   return {
     loggerInstance: o.logger,
+    logController: new AccessLog(),
     ...(o.trustProxy !== undefined ? { trustProxy: o.trustProxy } : {}),
     ...(o.bodyLimitBytes !== undefined ? { bodyLimit: o.bodyLimitBytes } : {}),
     frameworkErrors: (error, _request, reply) => {

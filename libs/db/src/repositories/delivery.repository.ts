@@ -45,10 +45,38 @@ export class DeliveryRepository {
 
   async create(input: NewDelivery, tx?: Tx): Promise<Delivery> {
     if (tx) return tx.delivery.create({ data: this.row(input) });
-    // On its own (`POST /api/send`): one INSERT through pg, without Prisma's machinery.
-    const [row] = await this.statements.rows<PoolDelivery>(Prisma.sql`${insertDeliveries([{ ...input, id: input.id ?? newRowId() }], Prisma.sql`true`)} RETURNING ${DELIVERY_COLUMNS}`,
+    // On its own (`POST /api/send`): one INSERT through pg, without Prisma's machinery. Only
+    // what Postgres assigns comes back: every other column is the input or its default, and
+    // reading all 22 back (the message's JSON again, four dates, two arrays) was a tenth of
+    // the route's CPU (issue 26). The repository's test holds this row to a fresh read.
+    const row = { ...input, id: input.id ?? newRowId(), message: pgJson(input.message) };
+    const [assigned] = await this.statements.rows<{ seq: string; createdAt: Date }>(
+      Prisma.sql`${insertDeliveries([row], Prisma.sql`true`)} RETURNING seq, created_at AS "createdAt"`,
     );
-    return deliveryOf(row!);
+    return {
+      id: row.id,
+      seq: BigInt(assigned!.seq),
+      target: row.target,
+      message: row.message as unknown as Prisma.JsonValue,
+      status: "queued",
+      attempts: 0,
+      platformMessageIds: [],
+      sentParts: 0,
+      policy: row.policy ?? "at_least_once",
+      uncertainParts: [],
+      error: null,
+      source: row.source,
+      sessionId: row.sessionId ?? null,
+      inboundMessageId: row.inboundMessageId ?? null,
+      runId: row.runId ?? null,
+      idempotencyKey: row.idempotencyKey ?? null,
+      requestHash: row.requestHash ?? null,
+      createdAt: assigned!.createdAt,
+      updatedAt: assigned!.createdAt,
+      expiresAt: row.expiresAt ?? null,
+      sentAt: null,
+      notBefore: null,
+    };
   }
 
   /**
