@@ -43,9 +43,12 @@ import { startServiceProcess, type ServiceProcess } from "./support/service-proc
 const HELP = `npm run bench:processes -- [options]
   --messages N         burst size per K (default 2000)
   --chats C            chats the burst and paced messages go to (default 500)
-  --ks 1,2,3           agent-worker (and delivery) process counts to burst with (default 1,2,3)
+  --ks 1,2,3           agent-worker (and delivery) process counts to burst with (default 1,2,3),
+                       the first the others' baseline
   --concurrency N      webhook POSTs in flight during a burst (default 16)
   --warmup N           unmeasured messages before each burst, over the same chats (default 100)
+  --start-warmup N     unmeasured messages after first contact, before the first K (default 6000):
+                       the K are measured from the largest down, on processes warmed up together
   --paced-rates 50,100 paced rates in msg/s (default 50,100)
   --paced-seconds S    length of each paced phase (default 10)
   --paced-k K          agent-worker/delivery processes during the paced phases (default 2)
@@ -75,6 +78,7 @@ const { values: args } = parseArgs({
     ks: { type: "string", default: "1,2,3" },
     concurrency: { type: "string", default: "16" },
     warmup: { type: "string", default: "100" },
+    "start-warmup": { type: "string", default: "6000" },
     "paced-rates": { type: "string", default: "50,100" },
     "paced-seconds": { type: "string", default: "10" },
     "paced-k": { type: "string", default: "2" },
@@ -108,6 +112,7 @@ const CHATS = Math.max(1, int("chats"));
 const KS = list("ks");
 const CONCURRENCY = Math.max(1, int("concurrency"));
 const WARMUP = int("warmup");
+const START_WARMUP = int("start-warmup");
 const PACED_RATES = list("paced-rates");
 const PACED_SECONDS = int("paced-seconds");
 const PACED_K = Math.max(1, int("paced-k"));
@@ -663,38 +668,49 @@ async function main(): Promise<void> {
   const { firstContact, bursts, pacedRuns } = baseline;
   const api = baseline.api!;
 
-  /** First contact, a burst per K and the paced rates, on one set of services. */
+  /**
+   * First contact, a burst per K and the paced rates, on one set of services. Every K is
+   * measured on warm processes: the services start at the largest K, warm up together and
+   * scale down from there, since a process started for a K would be measured cold (a fresh
+   * delivery process's first 2,000 jobs cost it about twice the CPU per job of its next
+   * ones, V8 still compiling; the minimal bot, with less code, warms sooner).
+   */
   async function timings(topology: Topology, benchChats: number[], prewarmChats: number[]): Promise<TimedFigures> {
-    await topology.start(KS[0] ?? 1);
+    const steps = [...new Set([...KS, ...(PACED_RATES.length > 0 ? [PACED_K] : [])])].sort((a, b) => b - a);
+    await topology.start(steps[0] ?? 1);
     // Unmeasured: connections, JIT and Prisma's caches in the first processes.
     await burst(100, prewarmChats);
     const firstContact = await measure(topology, CHATS, () => burst(CHATS, benchChats));
-    log(`  first contact: ${CHATS} new chats, one message each: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
+    log(`  first contact: ${CHATS} new chats, one message each, K=${steps[0] ?? 1}: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
+    if (START_WARMUP > 0) await burst(START_WARMUP, benchChats);
 
-    const bursts = new Map<number, BurstFigures>();
-    for (const k of KS) {
-      await topology.scaleTo(k);
-      if (WARMUP > 0) await burst(WARMUP, benchChats);
-      const m = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
-      bursts.set(k, m);
-      log(
-        `  burst K=${k}: ${MESSAGES} messages in ${(m.result.elapsedMs / 1000).toFixed(1)} s (posted in ${(m.result.postedMs / 1000).toFixed(1)} s): ` +
-          `${throughput(m)} msgs/s, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
-      );
-    }
-
-    await topology.scaleTo(PACED_K);
+    const measured = new Map<number, BurstFigures>();
     const pacedRuns = new Map<number, PacedFigures>();
-    if (WARMUP > 0) await burst(WARMUP, benchChats);
-    for (const rate of PACED_RATES) {
-      const count = Math.max(1, Math.round(rate * PACED_SECONDS));
-      const m = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
-      pacedRuns.set(rate, m);
-      log(
-        `  paced ${rate}/s K=${PACED_K}: ${count} messages, p50 ${percentile(m.result.latencies, 50)} ms, p99 ${percentile(m.result.latencies, 99)} ms, ` +
-          `max ${m.result.latencies.at(-1)} ms, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
-      );
+    for (const k of steps) {
+      await topology.scaleTo(k);
+      if (KS.includes(k)) {
+        if (WARMUP > 0) await burst(WARMUP, benchChats);
+        const m = await measure(topology, MESSAGES, () => burst(MESSAGES, benchChats));
+        measured.set(k, m);
+        log(
+          `  burst K=${k}: ${MESSAGES} messages in ${(m.result.elapsedMs / 1000).toFixed(1)} s (posted in ${(m.result.postedMs / 1000).toFixed(1)} s): ` +
+            `${throughput(m)} msgs/s, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
+        );
+      }
+      if (k !== PACED_K || PACED_RATES.length === 0) continue;
+      if (WARMUP > 0) await burst(WARMUP, benchChats);
+      for (const rate of PACED_RATES) {
+        const count = Math.max(1, Math.round(rate * PACED_SECONDS));
+        const m = await measure(topology, count, () => paced(rate, PACED_SECONDS, benchChats));
+        pacedRuns.set(rate, m);
+        log(
+          `  paced ${rate}/s K=${PACED_K}: ${count} messages, p50 ${percentile(m.result.latencies, 50)} ms, p99 ${percentile(m.result.latencies, 99)} ms, ` +
+            `max ${m.result.latencies.at(-1)} ms, CPU ${fmt(totalCpuPerMessage(m), 1)} ms/msg, ${jobsPerMessage(m)} jobs/msg`,
+        );
+      }
     }
+    // Printed in the order of --ks, the first K the others' baseline.
+    const bursts = new Map(KS.filter((k) => measured.has(k)).map((k) => [k, measured.get(k)!] as const));
     return { firstContact, bursts, pacedRuns, benchChats };
   }
 
