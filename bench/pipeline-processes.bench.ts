@@ -47,7 +47,7 @@ const HELP = `npm run bench:processes -- [options]
                        the first the others' baseline
   --concurrency N      webhook POSTs in flight during a burst (default 16)
   --warmup N           unmeasured messages before each burst, over the same chats (default 100)
-  --start-warmup N     unmeasured messages after first contact, before the first K (default 6000):
+  --start-warmup N     unmeasured messages after first contact, before the first K (default 3 × --messages):
                        the K are measured from the largest down, on processes warmed up together
   --paced-rates 50,100 paced rates in msg/s (default 50,100)
   --paced-seconds S    length of each paced phase (default 10)
@@ -78,7 +78,7 @@ const { values: args } = parseArgs({
     ks: { type: "string", default: "1,2,3" },
     concurrency: { type: "string", default: "16" },
     warmup: { type: "string", default: "100" },
-    "start-warmup": { type: "string", default: "6000" },
+    "start-warmup": { type: "string" },
     "paced-rates": { type: "string", default: "50,100" },
     "paced-seconds": { type: "string", default: "10" },
     "paced-k": { type: "string", default: "2" },
@@ -112,7 +112,7 @@ const CHATS = Math.max(1, int("chats"));
 const KS = list("ks");
 const CONCURRENCY = Math.max(1, int("concurrency"));
 const WARMUP = int("warmup");
-const START_WARMUP = int("start-warmup");
+const START_WARMUP = args["start-warmup"] === undefined ? 3 * MESSAGES : int("start-warmup");
 const PACED_RATES = list("paced-rates");
 const PACED_SECONDS = int("paced-seconds");
 const PACED_K = Math.max(1, int("paced-k"));
@@ -243,7 +243,7 @@ async function main(): Promise<void> {
     OPENAI_MODEL: "fake-model",
     NAHIDA_TIMEZONE: "UTC",
     NAHIDA_SHUTDOWN_TIMEOUT_MS: "10000",
-    // The default: the webhook and the gateway log two lines per request, as deployed.
+    // The default: the webhook and the gateway log a line per request, as deployed.
     LOG_LEVEL: "info",
   };
 
@@ -659,7 +659,9 @@ async function main(): Promise<void> {
     // to compile than the bare route's), where 200 warmed up before.
     await apiLoad(sendUrl, auth, API_REQUESTS, "warm-up");
     await drainDeliveries();
-    const api = await measure(topology, API_REQUESTS, () => routeOnly(() => apiLoad(sendUrl, auth, API_REQUESTS, "api")), false);
+    // Paused around the whole measurement: its CPU is read after its settle, by when resumed
+    // sends would have counted.
+    const api = await routeOnly(() => measure(topology!, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false));
     await drainDeliveries();
     log(`  POST /api/send: ${describeLoad(api.result)}, gateway CPU ${fmt((api.cpuMs.get("gateway") ?? 0) / API_REQUESTS, 2)} ms/request`);
     figures.api = api;
@@ -1396,7 +1398,7 @@ function printSummary(o: {
   }
   for (const [k, m] of o.bursts) rows.push([`CPU per message, burst K=${k}`, cpuSummary(m), rawCpu]);
   for (const [rate, m] of o.pacedRuns) rows.push([`CPU per message, paced ${rate}/s`, cpuSummary(m), rawCpu]);
-  rows.push([`CPU per message, first contact`, cpuSummary(o.firstContact), ""]);
+  rows.push([`CPU per message, first contact, K=${Math.max(...KS, PACED_RATES.length > 0 ? PACED_K : 1)}`, cpuSummary(o.firstContact), ""]);
   if (o.counted) {
     rows.push([`Postgres statements per message, steady (one message per run)`, statementBreakdown(o.counted.steady), ""]);
     rows.push([`Postgres statements per message, first contact`, statementBreakdown(o.counted.firstContact), ""]);

@@ -1,7 +1,8 @@
+import { request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
 import Fastify from "fastify";
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { serverOptions } from "./server-options";
 
 function capturedLogger(level = "info") {
@@ -41,6 +42,39 @@ describe("AccessLog: one line per request", () => {
     expect(lines.filter((l) => l.msg === "request completed")).toMatchObject([{ level: 30, req: { url: "/boom" }, res: { statusCode: 500 } }]);
     // The error itself is Fastify's error handler's line, as before.
     expect(lines.filter((l) => l.msg === "boom")).toMatchObject([{ level: 50, err: { message: "boom" } }]);
+  });
+
+  it("writes an upgrade's start at info: it never completes here", async () => {
+    const { logger, lines } = capturedLogger();
+    const app = Fastify(serverOptions({ logger }));
+    app.get("/ws", async () => ({ ok: true }));
+    await app.inject({ method: "GET", url: "/ws", headers: { upgrade: "websocket", connection: "upgrade" } });
+    await app.close();
+    expect(lines.filter((l) => l.msg === "incoming request")).toMatchObject([{ level: 30, req: { method: "GET", url: "/ws" } }]);
+  });
+
+  it("writes a line at info for a request whose client goes away before the answer", async () => {
+    const { logger, lines } = capturedLogger();
+    const app = Fastify(serverOptions({ logger }));
+    let arrived!: () => void;
+    const handlerStarted = new Promise<void>((resolve) => (arrived = resolve));
+    let release!: () => void;
+    app.get("/slow", async () => {
+      arrived();
+      await new Promise<void>((resolve) => (release = resolve));
+      return { ok: true };
+    });
+    const address = await app.listen({ host: "127.0.0.1", port: 0 });
+    const client = httpRequest(`${address}/slow`);
+    client.on("error", () => undefined);
+    client.end();
+    await handlerStarted;
+    client.destroy();
+    await vi.waitFor(() => expect(lines.some((l) => l.msg === "request closed before its answer")).toBe(true));
+    release();
+    await app.close();
+    expect(lines.filter((l) => l.msg === "request closed before its answer")).toMatchObject([{ level: 30, req: { method: "GET", url: "/slow" } }]);
+    expect(lines.filter((l) => l.msg === "request completed")).toEqual([]);
   });
 
   it("writes nothing for a route logging at warn", async () => {

@@ -21,13 +21,22 @@ function socketAnswer(socket: Socket, status: number, reason: string, code: Erro
  * One access line per request, written when it ends, where Fastify writes two (`incoming
  * request` at the start, `request completed` at the end): each line is a serialization, a
  * redaction pass and a write, paid by every webhook and every `POST /api/send` (issue 26).
- * The one line carries what both did (method, URL, remote address, status, time); the start
- * is still there at `debug`, for a request that never ends.
+ * The one line carries what both did (method, URL, remote address, status, time), and the
+ * start stays at `debug`. A request that never completes still gets its line at `info`: an
+ * upgrade (the web chat's WebSocket, handed over and never answered here) at its start, and
+ * a request whose client went away before the answer when its connection closes.
  */
 export class AccessLog extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
+    if (request.headers.upgrade !== undefined) {
+      request.log.info({ req: request }, "incoming request");
+      return;
+    }
     request.log.debug({ req: request }, "incoming request");
+    reply.raw.once("close", () => {
+      if (!reply.raw.writableEnded) reply.log.info({ req: request, responseTime: reply.elapsedTime }, "request closed before its answer");
+    });
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {

@@ -126,8 +126,9 @@ export function createMetrics(options: MetricsOptions = {}): NahidaMetrics {
   const registry = new Registry();
   // The event loop's delay sampled every 100 ms rather than prom-client's 10: each sample is
   // a timer that wakes the process, 100 a second at 10 ms, which cost an idle service 3 to
-  // 4 ms of CPU a second, paid again by every replica (issue 26). A scrape still reads a
-  // histogram of hundreds of samples.
+  // 4 ms of CPU a second, paid again by every replica (issue 26). Node records the whole time
+  // between two samples, so the `nodejs_eventloop_lag_*` percentiles read the delay plus
+  // 0.1 s (README, "Metrics"); a 15 s scrape reads 150 samples.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const registers = [registry];
   let sources: MetricSources = {};

@@ -25,15 +25,15 @@ describe("DeliveryRepository.create returns the row as stored (real Postgres)", 
 
   it("a bare request: every default as the table has it", async () => {
     const created = await deliveries.create({ target: "telegram:private:1", message: { text: "hi", attachments: [], extra: {} }, source: "api" });
-    expect(created).toEqual(await stored(created.id));
+    expect(created).toStrictEqual(await stored(created.id));
   });
 
-  it("every optional field, and a message with a lone surrogate and a NUL", async () => {
+  it("every optional field, and strings Postgres would refuse as they are (a lone surrogate, a NUL)", async () => {
     const created = await deliveries.create({
       id: "01900000-0000-7000-8000-000000000001",
       target: "milky:group:42",
       message: { text: "a\uD800b\u0000c", replyTo: "7", attachments: [{ type: "photo", url: "https://example.com/a.png" }], extra: { k: ["\uDC00"] } },
-      source: "cron:abc",
+      source: "cron:\uD800abc",
       sessionId: "00000000-0000-4000-8000-000000000002",
       inboundMessageId: "00000000-0000-4000-8000-000000000003",
       runId: "00000000-0000-4000-8000-000000000004",
@@ -42,7 +42,8 @@ describe("DeliveryRepository.create returns the row as stored (real Postgres)", 
       requestHash: "h",
     });
     const row = await stored(created.id);
-    expect(created).toEqual(row);
+    expect(created).toStrictEqual(row);
+    expect(row.source).toBe("cron:\uFFFDabc");
     expect(row.message).toEqual({ text: "a\uFFFDbc", replyTo: "7", attachments: [{ type: "photo", url: "https://example.com/a.png" }], extra: { k: ["\uFFFD"] } });
   });
 

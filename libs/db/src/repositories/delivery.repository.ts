@@ -49,9 +49,11 @@ export class DeliveryRepository {
     // what Postgres assigns comes back: every other column is the input or its default, and
     // reading all 22 back (the message's JSON again, four dates, two arrays) was a tenth of
     // the route's CPU (issue 26). The repository's test holds this row to a fresh read.
-    const row = { ...input, id: input.id ?? newRowId(), message: pgJson(input.message) };
+    // Made storable here, as the INSERT's parameter would be, so the row returned is the row stored.
+    const row = pgJson({ ...input, id: input.id ?? newRowId(), expiresAt: undefined });
+    const expiresAt = input.expiresAt;
     const [assigned] = await this.statements.rows<{ seq: string; createdAt: Date }>(
-      Prisma.sql`${insertDeliveries([row], Prisma.sql`true`)} RETURNING seq, created_at AS "createdAt"`,
+      Prisma.sql`${insertDeliveries([{ ...row, ...(expiresAt ? { expiresAt } : {}) }], Prisma.sql`true`)} RETURNING seq, created_at AS "createdAt"`,
     );
     return {
       id: row.id,
@@ -73,7 +75,7 @@ export class DeliveryRepository {
       requestHash: row.requestHash ?? null,
       createdAt: assigned!.createdAt,
       updatedAt: assigned!.createdAt,
-      expiresAt: row.expiresAt ?? null,
+      expiresAt: expiresAt ?? null,
       sentAt: null,
       notBefore: null,
     };
