@@ -9,7 +9,7 @@ import { createLogger } from "@nahida/observability";
 import { Outbox } from "@nahida/outbox";
 import { TypedQueue, createRedis } from "@nahida/queue";
 import { createScheduler, type Scheduler } from "@nahida/scheduler";
-import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from "../support/infra";
+import { TEST_REDIS_URL, clearQueuePrefix, createTestDatabase, testQueuePrefix, waitFor, type TestDatabase } from "../support/infra";
 
 /** A clock the test moves; the scheduler decides everything from it. */
 class SetClock implements Clock {
@@ -279,5 +279,57 @@ describe("the scheduler, driven by a set clock", () => {
     }
     const deliveries = await t.db.prisma.delivery.count({ where: { source: { in: many.map((j) => `cron:${j.id}`) } } });
     expect(deliveries).toBe(400);
+  });
+
+  // Last: its clock is the latest of the file's, and the beats it leaves are too.
+  it("fires on while Redis holds its wake-ups: the loop does not wait for them, and stop() does", async () => {
+    clock.set("2026-01-09T12:00:00.500Z");
+    // A queue whose adds hang until the gate opens: Redis blocked by a long script.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const added: string[] = [];
+    const held = {
+      add: async (_name: string, payload: { deliveryId: string }) => {
+        await gate;
+        added.push(payload.deliveryId);
+      },
+      addBulk: async (items: { payload: { deliveryId: string } }[]) => {
+        await gate;
+        added.push(...items.map((i) => i.payload.deliveryId));
+      },
+    } as unknown as TypedQueue<"outbound">;
+    const outbox = new Outbox({ ...repos, transaction: (fn) => t.db.prisma.$transaction(fn), queue: held, channels: ["telegram"], deliveryTtlMs: 3_600_000, clock });
+    const scheduler = createScheduler({
+      cron: repos.cron,
+      sessions: repos.sessions,
+      outbox,
+      lanes: new LaneStore(t.db),
+      wakeLane: async (laneKey) => void (await lanesQueue.add("lane.wake", { laneKey })),
+      transaction: (fn) => t.db.prisma.$transaction(fn),
+      clock,
+      logger: createLogger({ level: "silent", service: "test-scheduler" }),
+      pollMs: 100,
+      maxFailures: 5,
+    });
+    const job = await createJob({ schedule: { kind: "every", every_ms: 1_000 } });
+    scheduler.start();
+    try {
+      for (let second = 1; second <= 5; second++) {
+        clock.set(`2026-01-09T12:00:0${second}.500Z`);
+        await waitFor(async () => (await runs(job.id)).length === second || undefined, 10_000, `slot ${second} to fire`, 20);
+      }
+      expect(added).toEqual([]);
+    } finally {
+      open();
+      await scheduler.stop();
+    }
+    const fired = await runs(job.id);
+    expect(fired.map((r) => r.status)).toEqual(["running", "running", "running", "running", "running"]);
+    // Every fire's delivery was enqueued once the gate opened, before stop() returned (the
+    // jobs an earlier test left fired beside it).
+    const mine = fired.flatMap((r) => r.deliveryIds);
+    expect(mine).toHaveLength(5);
+    expect(added.filter((id) => mine.includes(id)).sort()).toEqual([...mine].sort());
+    await jobs.delete(job.id);
   });
 });

@@ -50,7 +50,10 @@ export interface TickResult {
 }
 
 export interface Scheduler {
-  /** One pass over the table (the loop calls it; tests with a set clock call it directly). */
+  /**
+   * One pass over the table, its wake-ups sent (tests with a set clock call it; the loop
+   * passes on without waiting for Redis).
+   */
   tick(): Promise<TickResult>;
   /** Starts the loop: a tick, then a sleep until the next due job (at most `pollMs`). */
   start(): void;
@@ -72,6 +75,8 @@ interface AfterCommit {
 const expiryOf = (job: CronJob, slot: Date, now: Date) =>
   new Date(Math.max(slot.getTime() + jitterFor(job.id, job.jitterMs)(slot) + job.catchupWindowMs, now.getTime() + 60_000));
 const FINISH_BATCH = 500;
+/** Commits whose wake-ups may be on their way at once before firing waits for Redis. */
+const MAX_DISPATCHING = 64;
 
 /**
  * The scheduler (docs/scheduler.md). Postgres is the source of truth and the only
@@ -100,12 +105,32 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   /** The heartbeat, after every committed transaction: a long tick is not taken for an outage. */
   const beat = () => o.cron.beat(o.clock.now());
 
+  /** Wake-ups of committed transactions still being sent. */
+  const dispatching = new Set<Promise<void>>();
+
+  /**
+   * Sends a commit's wake-ups without holding the next claim: firing is Postgres's alone and
+   * goes on while Redis is slow or blocked (a long script, a failover), with at most
+   * MAX_DISPATCHING commits' wake-ups in flight before it waits. One that fails, or that a
+   * crash cuts off, leaves queued deliveries and lane items that the delivery and lane
+   * sweepers pick up.
+   */
   async function dispatch(after: AfterCommit): Promise<void> {
-    // After the commit; a crash here leaves queued deliveries and lane items that the
-    // delivery and lane sweepers pick up.
-    if (after.deliveryIds.length) await o.outbox.dispatch(after.deliveryIds);
-    for (const lane of after.lanes) await o.wakeLane(lane);
+    if (after.deliveryIds.length === 0 && after.lanes.size === 0) return;
+    const sent: Promise<void> = (async () => {
+      if (after.deliveryIds.length) await o.outbox.dispatch(after.deliveryIds);
+      for (const lane of after.lanes) await o.wakeLane(lane);
+    })()
+      .catch((error: unknown) => log.warn({ err: (error as Error).message }, "could not enqueue a fire's wake-ups; the sweepers will"))
+      .finally(() => dispatching.delete(sent));
+    dispatching.add(sent);
+    while (dispatching.size >= MAX_DISPATCHING) await Promise.race(dispatching);
   }
+
+  /** Until every wake-up sent so far has been sent (or failed). */
+  const dispatched = async () => {
+    while (dispatching.size > 0) await Promise.all(dispatching);
+  };
 
   /** Claims one batch of due jobs and fires them; returns how many jobs it claimed. */
   async function fireDue(now: Date, result: TickResult): Promise<number> {
@@ -319,7 +344,8 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     return done.length;
   }
 
-  async function tick(): Promise<TickResult> {
+  /** One pass over the table; its wake-ups may still be on their way. */
+  async function pass(): Promise<TickResult> {
     const now = o.clock.now();
     const look = await o.cron.look(now, outageAfterMs);
     const { outage } = look;
@@ -349,7 +375,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       const started = Date.now();
       let waitMs = o.pollMs;
       try {
-        const { nextDueAt } = await tick();
+        const { nextDueAt } = await pass();
         lastTickFailed = false;
         if (nextDueAt) waitMs = Math.min(o.pollMs, Math.max(0, nextDueAt.getTime() - o.clock.now().getTime()));
       } catch (error) {
@@ -365,13 +391,18 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   }
 
   return {
-    tick,
+    async tick() {
+      const result = await pass();
+      await dispatched();
+      return result;
+    },
     start() {
       loop ??= run();
     },
     async stop() {
       stopping.abort();
       await loop;
+      await dispatched();
     },
     readiness() {
       if (!loop) return { ok: false, reason: "the scheduler loop has not started" };
