@@ -33,8 +33,8 @@ describe("the scheduler, driven by a set clock", () => {
   const clock = new SetClock(new Date("2026-01-05T08:00:00Z"));
   let jobs: CronJobs;
 
-  const schedulerWith = (overrides: { maxFailures?: number } = {}): Scheduler => {
-    const outbox = new Outbox({ ...repos, transaction: (fn) => t.db.prisma.$transaction(fn), queue: outbound, channels: ["telegram"], deliveryTtlMs: 3_600_000, clock });
+  const schedulerWith = (overrides: { maxFailures?: number; queue?: TypedQueue<"outbound"> } = {}): Scheduler => {
+    const outbox = new Outbox({ ...repos, transaction: (fn) => t.db.prisma.$transaction(fn), queue: overrides.queue ?? outbound, channels: ["telegram"], deliveryTtlMs: 3_600_000, clock });
     return createScheduler({
       cron: repos.cron,
       sessions: repos.sessions,
@@ -298,19 +298,7 @@ describe("the scheduler, driven by a set clock", () => {
         added.push(...items.map((i) => i.payload.deliveryId));
       },
     } as unknown as TypedQueue<"outbound">;
-    const outbox = new Outbox({ ...repos, transaction: (fn) => t.db.prisma.$transaction(fn), queue: held, channels: ["telegram"], deliveryTtlMs: 3_600_000, clock });
-    const scheduler = createScheduler({
-      cron: repos.cron,
-      sessions: repos.sessions,
-      outbox,
-      lanes: new LaneStore(t.db),
-      wakeLane: async (laneKey) => void (await lanesQueue.add("lane.wake", { laneKey })),
-      transaction: (fn) => t.db.prisma.$transaction(fn),
-      clock,
-      logger: createLogger({ level: "silent", service: "test-scheduler" }),
-      pollMs: 100,
-      maxFailures: 5,
-    });
+    const scheduler = schedulerWith({ queue: held });
     const job = await createJob({ schedule: { kind: "every", every_ms: 1_000 } });
     scheduler.start();
     try {
