@@ -7,10 +7,9 @@
 import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
-import { Queue } from "bullmq";
 import pg from "pg";
-import { jobCatalog } from "@nahida/contracts";
 import { migrate } from "@nahida/db";
+import { TypedQueue, createRedis } from "@nahida/queue";
 import { startFakeTelegram } from "../test/fakes/telegram-bot-api.fake";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, clearQueuePrefix, dropDatabase, waitFor } from "../test/support/infra";
 import { freePort } from "../test/support/ports";
@@ -38,8 +37,11 @@ try {
   cleanups.push(() => telegram.close());
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
   cleanups.push(() => pool.end());
-  const queue = new Queue("outbound", { connection: { url: TEST_REDIS_URL }, prefix });
-  cleanups.push(() => queue.close());
+  const redis = createRedis({ url: TEST_REDIS_URL });
+  cleanups.push(async () => redis.disconnect());
+  // Jobs as the services add them: the catalog's attempts, backoff and retention.
+  const outbound = new TypedQueue("outbound", { connection: redis, prefix });
+  cleanups.push(() => outbound.close());
   const env = {
     DATABASE_URL: url.toString(),
     REDIS_URL: TEST_REDIS_URL,
@@ -68,13 +70,6 @@ try {
   // Backends come and go with the pools' idle timeouts: sampled through the round.
   const backends = async () =>
     (await pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [url.pathname.slice(1)])).rows.map((r) => r.pid);
-  const SEND = jobCatalog.outbound["delivery.send"];
-  const jobOptions = {
-    attempts: SEND.attempts,
-    backoff: { type: "exponential", delay: SEND.backoffMs },
-    removeOnComplete: { age: SEND.keepCompletedSeconds, count: SEND.keepCompletedCount },
-    removeOnFail: { age: SEND.keepFailedSeconds },
-  };
   const serviceCpu = () => procs.reduce((sum, p) => sum + (processCpuMs(p.pid) ?? 0), 0);
   const unsent = async () => (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE status IN ('queued', 'sending')")).rows[0]!.n;
 
@@ -83,7 +78,7 @@ try {
     while (procs.length < k) procs.push(await startServiceProcess("services/launcher/src/main.ts", env, { readyText: "nahida started", timeoutMs: 120_000 }));
     while (procs.length > k) await procs.pop()!.stop();
     // Queued while paused, so the round times the sends alone.
-    await queue.pause();
+    await outbound.queue.pause();
     const { rows } = await pool.query<{ id: string }>(
       `INSERT INTO deliveries (id, target, message, source, expires_at)
        SELECT gen_random_uuid(), 'telegram:private:' || (800000000 + g % $2::int),
@@ -92,13 +87,13 @@ try {
       [JOBS, CHATS],
     );
     for (let i = 0; i < rows.length; i += 500) {
-      await queue.addBulk(rows.slice(i, i + 500).map((r) => ({ name: "delivery.send", data: { deliveryId: r.id }, opts: { ...jobOptions, jobId: r.id } })));
+      await outbound.addBulk(rows.slice(i, i + 500).map((r) => ({ name: "delivery.send" as const, payload: { deliveryId: r.id }, options: { jobId: r.id } })));
     }
     const before = await backends();
     const postgres = new CpuOfProcessSet(new Set(before));
     postgres.observe(before);
     const [cpu0, redis0, t0] = [serviceCpu(), redisCpu(), Date.now()];
-    await queue.resume();
+    await outbound.queue.resume();
     await waitFor(async () => {
       postgres.observe(await backends());
       return (await unsent()) === 0;

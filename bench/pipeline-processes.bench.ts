@@ -116,6 +116,8 @@ const START_WARMUP = args["start-warmup"] === undefined ? 3 * MESSAGES : int("st
 const PACED_RATES = list("paced-rates");
 const PACED_SECONDS = int("paced-seconds");
 const PACED_K = Math.max(1, int("paced-k"));
+/** Every K the services run at, largest first: they start at the first and only scale down. */
+const K_STEPS = [...new Set([...KS, ...(PACED_RATES.length > 0 ? [PACED_K] : [])])].sort((a, b) => b - a);
 const API_REQUESTS = Math.max(1, int("api-requests"));
 const API_CONCURRENCY = Math.max(1, int("api-concurrency"));
 const RAW_JOBS = Math.max(1, int("raw-jobs"));
@@ -678,17 +680,16 @@ async function main(): Promise<void> {
    * ones, V8 still compiling; the minimal bot, with less code, warms sooner).
    */
   async function timings(topology: Topology, benchChats: number[], prewarmChats: number[]): Promise<TimedFigures> {
-    const steps = [...new Set([...KS, ...(PACED_RATES.length > 0 ? [PACED_K] : [])])].sort((a, b) => b - a);
-    await topology.start(steps[0] ?? 1);
+    await topology.start(K_STEPS[0] ?? 1);
     // Unmeasured: connections, JIT and Prisma's caches in the first processes.
     await burst(100, prewarmChats);
     const firstContact = await measure(topology, CHATS, () => burst(CHATS, benchChats));
-    log(`  first contact: ${CHATS} new chats, one message each, K=${steps[0] ?? 1}: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
+    log(`  first contact: ${CHATS} new chats, one message each, K=${K_STEPS[0] ?? 1}: CPU ${fmt(totalCpuPerMessage(firstContact), 1)} ms/msg, ${jobsPerMessage(firstContact)} jobs/msg`);
     if (START_WARMUP > 0) await burst(START_WARMUP, benchChats);
 
     const measured = new Map<number, BurstFigures>();
     const pacedRuns = new Map<number, PacedFigures>();
-    for (const k of steps) {
+    for (const k of K_STEPS) {
       await topology.scaleTo(k);
       if (KS.includes(k)) {
         if (WARMUP > 0) await burst(WARMUP, benchChats);
@@ -1116,8 +1117,7 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
       if (!m) continue;
       const n1 = counted.bursts.get(1)!;
       rows.push([`counted burst K=${k}: statements/msg`, `${fmt(statementsOf(n) / n.messages, 2)}${k === 1 ? "" : ` (${x(statementsOf(n) / n.messages, statementsOf(n1) / n1.messages)} of K=1)`}`, fmt(statementsOf(m) / m.messages, 2), ""]);
-      const perCall = (f: PhaseFigures) => statementsOf(f) / Math.max(1, f.llmCalls);
-      rows.push([`  statements per LLM call`, `${fmt(perCall(n), 2)}${k === 1 ? "" : ` (${x(perCall(n), perCall(n1))} of K=1)`}`, fmt(perCall(m), 2), ""]);
+      rows.push([`  statements per LLM call`, `${fmt(statementsPerLlmCall(n), 2)}${k === 1 ? "" : ` (${x(statementsPerLlmCall(n), statementsPerLlmCall(n1))} of K=1)`}`, fmt(statementsPerLlmCall(m), 2), ""]);
       rows.push([`  queue jobs/msg; went back`, `${jobsPerMessage(n)}; ${movesPerMessage(n)}`, `${jobsPerMessage(m)}; ${movesPerMessage(m)}`, ""]);
       rows.push([`  Redis commands/msg`, fmt(redisCommandsPerMessage(n), 1), fmt(redisCommandsPerMessage(m), 1), x(redisCommandsPerMessage(n), redisCommandsPerMessage(m))]);
     }
@@ -1151,8 +1151,7 @@ function printAgainstMinimal(nahida: TimedFigures, minimal: TimedFigures, counte
     for (const [k, n] of counted.bursts) {
       if (k === 1) continue;
       const ratio = statementsOf(n) / n.messages / s1;
-      const n1 = counted.bursts.get(1)!;
-      const perCall = (statementsOf(n) / Math.max(1, n.llmCalls)) / (statementsOf(n1) / Math.max(1, n1.llmCalls));
+      const perCall = statementsPerLlmCall(n) / statementsPerLlmCall(counted.bursts.get(1)!);
       log(`target: statements per message at K=${k} ≤ 1.1 × K=1: ${fmt(ratio, 2)} ×: ${met(ratio <= 1.1)} (per LLM call: ${fmt(perCall, 2)} ×)`);
     }
   }
@@ -1337,6 +1336,11 @@ function cpuPerLlmCall(m: PhaseFigures): number {
   return (serviceCpuPerMessage(m) * m.messages) / Math.max(1, m.llmCalls);
 }
 
+/** Postgres statements per LLM call (per Nahida run, or minimal-bot message). */
+function statementsPerLlmCall(m: PhaseFigures): number {
+  return statementsOf(m) / Math.max(1, m.llmCalls);
+}
+
 /** The delivery (sender) processes' CPU per send job added in the phase. */
 function cpuPerSend(m: PhaseFigures): number {
   const sends = [...m.jobs.added].filter(([name]) => name === "outbound/delivery.send" || name.startsWith(`${MINIMAL_QUEUES.outbound}/`)).reduce((a, [, n]) => a + n, 0);
@@ -1398,7 +1402,7 @@ function printSummary(o: {
   }
   for (const [k, m] of o.bursts) rows.push([`CPU per message, burst K=${k}`, cpuSummary(m), rawCpu]);
   for (const [rate, m] of o.pacedRuns) rows.push([`CPU per message, paced ${rate}/s`, cpuSummary(m), rawCpu]);
-  rows.push([`CPU per message, first contact, K=${Math.max(...KS, PACED_RATES.length > 0 ? PACED_K : 1)}`, cpuSummary(o.firstContact), ""]);
+  rows.push([`CPU per message, first contact, K=${K_STEPS[0] ?? 1}`, cpuSummary(o.firstContact), ""]);
   if (o.counted) {
     rows.push([`Postgres statements per message, steady (one message per run)`, statementBreakdown(o.counted.steady), ""]);
     rows.push([`Postgres statements per message, first contact`, statementBreakdown(o.counted.firstContact), ""]);
