@@ -17,7 +17,7 @@ export const messageText = (marker: number) => `zq${marker} hello`;
  * marker stays in every later batch until it is answered.
  */
 export class ReplyTracker {
-  private readonly postedAt = new Map<number, number>();
+  private readonly postTimes = new Map<number, number>();
   private readonly answeredAt = new Map<number, number>();
   private readonly batches = new Map<number, number[]>();
   private nextReply = 1;
@@ -39,7 +39,12 @@ export class ReplyTracker {
   }
 
   posted(marker: number, at: number): void {
-    this.postedAt.set(marker, at);
+    this.postTimes.set(marker, at);
+  }
+
+  /** When a marker's message was posted (ms since the epoch). */
+  postedAt(marker: number): number | undefined {
+    return this.postTimes.get(marker);
   }
 
   answered(marker: number): number | undefined {
@@ -60,7 +65,7 @@ export class ReplyTracker {
 
   /** POST-to-sendMessage latencies of some answered markers, ascending, in ms. */
   latencies(markers: readonly number[]): number[] {
-    return markers.map((m) => this.answeredAt.get(m)! - this.postedAt.get(m)!).sort((a, b) => a - b);
+    return markers.map((m) => this.answeredAt.get(m)! - this.postTimes.get(m)!).sort((a, b) => a - b);
   }
 
   private listen(): void {
