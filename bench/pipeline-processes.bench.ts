@@ -53,7 +53,8 @@ const HELP = `npm run bench:processes -- [options]
   --paced-seconds S    length of each paced phase (default 10)
   --paced-k K          agent-worker/delivery processes during the paced phases (default 2)
   --api-requests N     POST /api/send requests per round, and as many to the bare route (default 1000)
-  --api-rounds R       rounds of each route, taken in turns; the ratio is the median round's (default 5)
+  --api-rounds R       rounds of each route, taken in turns; the ratio is the median round's, the
+                       lower middle one of an even count (default 5)
   --api-concurrency N  requests in flight for both (default 32)
   --raw-jobs N         jobs through the raw BullMQ two-hop (default 10000)
   --bare-in-bench      run the bare send route in this process instead of its own
@@ -212,7 +213,8 @@ async function main(): Promise<void> {
   const { rows: connections } = await maintenance.query<{ max: number; used: number }>(
     "SELECT current_setting('max_connections')::int AS max, (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS used",
   );
-  const mayHold = 10 * (2 + 2 * Math.max(...KS, PACED_K)) + 5;
+  // Ingress, gateway, K workers and senders, and the bare route's pool.
+  const mayHold = 10 * (3 + 2 * Math.max(...KS, PACED_K)) + 5;
   if (connections[0]!.used + mayHold > connections[0]!.max) {
     log(`warning: Postgres allows ${connections[0]!.max} connections, ${connections[0]!.used} are in use and this run may open ${mayHold}`);
   }
@@ -661,7 +663,7 @@ async function main(): Promise<void> {
       const started = bouncer;
       cleanups.push(() => started.close());
     }
-    // The services of the way before are stopped; the last ones stay for the bare route's deliveries.
+    // The services of the way before are stopped; the last ones stay for the minimal bot's turn.
     await topology?.stop();
     topology = startTopology({ mode });
     // Each way's chats are new to it: its first contact is one.
@@ -694,6 +696,7 @@ async function main(): Promise<void> {
         GROUP BY 1, 2, 3`,
       [markers],
     );
+    if (rows.length !== markers.length) log(`warning: hop times found for ${rows.length} of ${markers.length} messages`);
     return rows.map((r) => {
       const posted = tracker.postedAt(r.marker)!;
       const [stored, claimed, committed] = [Number(r.stored), Number(r.claimed), Number(r.committed)];
@@ -943,10 +946,12 @@ async function main(): Promise<void> {
       for (const side of r % 2 === 0 ? (["nahida", "bare"] as const) : (["bare", "nahida"] as const)) {
         if (side === "nahida") nahida = await routeOnly(() => measure(topology, API_REQUESTS, () => apiLoad(sendUrl, auth, API_REQUESTS, "api"), false));
         else {
+          // Through measure too, for its sampler's load on the bench process (which sends the
+          // requests) to weigh on both routes alike; its figures are the services', unused.
           const cpu0 = bareCpu();
-          const run = await routeOnly(() => apiLoad(bareUrl, {}, API_REQUESTS, "bare"));
+          const run = await routeOnly(() => measure(topology, API_REQUESTS, () => apiLoad(bareUrl, {}, API_REQUESTS, "bare"), false));
           const cpu1 = bareCpu();
-          bareSide = { ...run, cpuMs: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined };
+          bareSide = { ...run.result, cpuMs: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined };
         }
         await drainDeliveries();
       }
